@@ -1,0 +1,143 @@
+"""Kubernetes activities: status write-back, finalizers, and Secret reads (one API call each).
+
+Writes carry `metadata.uid` as a precondition, so a write meant for a deleted resource can never
+land on a recreated one of the same name (the apiserver answers 409, reported as exists=False).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from temporalio import activity
+
+from activities import errors
+from api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
+
+MERGE_PATCH = "application/merge-patch+json"
+_local = threading.local()
+_config_lock = threading.Lock()
+_configured = False
+
+
+def _load_config() -> None:
+    global _configured
+    with _config_lock:
+        if _configured:
+            return
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        _configured = True
+
+
+def api_client() -> client.ApiClient:
+    """One ApiClient per thread: the activity pool is threaded and the client is not thread-safe."""
+    if getattr(_local, "api", None) is None:
+        _load_config()
+        _local.api = client.ApiClient()
+    return _local.api  # type: ignore[no-any-return]
+
+
+def _custom() -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client())
+
+
+def _raise_for(err: ApiException, what: str) -> None:
+    if err.status is not None and (err.status >= 500 or err.status == 429):
+        raise errors.transient(f"Kubernetes API error {err.status} on {what}")
+    if err.status == 409:
+        raise errors.transient(f"Kubernetes API conflict on {what}; retrying")
+    raise errors.invalid(f"Kubernetes API refused {what}: {err.status} {err.reason}")
+
+
+def _uid_mismatch(err: ApiException) -> bool:
+    return err.status == 409 and "UID" in str(err.body or "")
+
+
+@activity.defn(name="kube.patch_status")
+def patch_status(req: PatchStatus) -> WriteResult:
+    """Merge-patch `.status` through the /status subresource (the only status writer is the workflow)."""
+    o = req.obj
+    body = {"metadata": {"uid": o.uid}, "status": req.status}
+    try:
+        _custom().patch_namespaced_custom_object_status(
+            o.group, o.version, o.namespace, o.plural, o.name, body, _content_type=MERGE_PATCH
+        )
+    except ApiException as err:
+        if err.status == 404 or _uid_mismatch(err):
+            return WriteResult(exists=False)
+        _raise_for(err, f"status of {o.plural}/{o.name}")
+    return WriteResult(exists=True, changed=True)
+
+
+def _set_finalizer(o: ObjectRef, finalizer: str, present: bool) -> WriteResult:
+    """Read, then write the finalizer list with resourceVersion and uid as preconditions."""
+    api = _custom()
+    for _ in range(5):  # lost races against other writers of metadata: re-read and try again
+        try:
+            obj: dict[str, Any] = api.get_namespaced_custom_object(
+                o.group, o.version, o.namespace, o.plural, o.name
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return WriteResult(exists=False)
+            _raise_for(err, f"read of {o.plural}/{o.name}")
+        meta = obj.get("metadata", {})
+        if meta.get("uid") != o.uid:
+            return WriteResult(exists=False)
+        current: list[str] = list(meta.get("finalizers") or [])
+        if (finalizer in current) == present:
+            return WriteResult(exists=True, changed=False)
+        wanted = current + [finalizer] if present else [f for f in current if f != finalizer]
+        body = {"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"], "uid": o.uid}}
+        try:
+            api.patch_namespaced_custom_object(
+                o.group, o.version, o.namespace, o.plural, o.name, body, _content_type=MERGE_PATCH
+            )
+            return WriteResult(exists=True, changed=True)
+        except ApiException as err:
+            if err.status == 404 or _uid_mismatch(err):
+                return WriteResult(exists=False)
+            if err.status == 409:
+                continue
+            if err.status == 422 and present:
+                # Deletion already started: no new finalizer may be added; the delete signal follows.
+                return WriteResult(exists=True, changed=False)
+            _raise_for(err, f"finalizers of {o.plural}/{o.name}")
+    raise errors.transient(f"finalizers of {o.plural}/{o.name} kept changing under us; retrying")
+
+
+@activity.defn(name="kube.add_finalizer")
+def add_finalizer(req: FinalizerChange) -> WriteResult:
+    return _set_finalizer(req.obj, req.finalizer, present=True)
+
+
+@activity.defn(name="kube.remove_finalizer")
+def remove_finalizer(req: FinalizerChange) -> WriteResult:
+    return _set_finalizer(req.obj, req.finalizer, present=False)
+
+
+def read_secret_value(namespace: str, name: str, key: str) -> str:
+    """A Secret's value, read inside an activity. The value never leaves the calling activity."""
+    try:
+        secret = client.CoreV1Api(api_client()).read_namespaced_secret(name, namespace)
+    except ApiException as err:
+        if err.status == 404:
+            raise errors.not_found(f"Secret {namespace}/{name} does not exist; create it") from None
+        _raise_for(err, f"read of Secret {namespace}/{name}")
+        raise
+    data = secret.data or {}
+    if key not in data:
+        raise errors.not_found(f"Secret {namespace}/{name} has no key {key}; add it or fix the key name")
+    try:
+        return base64.b64decode(data[key]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise errors.invalid(f"Secret {namespace}/{name} key {key} is not valid UTF-8 text") from None
+
+
+ACTIVITIES = [patch_status, add_finalizer, remove_finalizer]

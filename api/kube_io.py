@@ -1,0 +1,35 @@
+"""I/O of the Kubernetes activities (status, finalizers). Pure pydantic: workflows import it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ObjectRef(BaseModel):
+    """A custom resource pinned to its UID: writes to a recreated object of the same name fail."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str
+    name: str
+    uid: str
+
+
+class PatchStatus(BaseModel):
+    obj: ObjectRef
+    status: dict[str, Any]
+
+
+class FinalizerChange(BaseModel):
+    obj: ObjectRef
+    finalizer: str
+
+
+class WriteResult(BaseModel):
+    """exists=False: the object (with this UID) is gone; nothing was written."""
+
+    exists: bool
+    changed: bool = False
