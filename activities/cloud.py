@@ -1,0 +1,159 @@
+"""openstacksdk connections for activities: the admin connection and project-scoped ones.
+
+Activities are sync functions run in the worker's thread pool. A keystoneauth session wraps a
+requests.Session, which is not documented as thread-safe, so connections are cached per thread (and per
+clouds.yaml file, cloud and scope): each thread authenticates once and reuses its token until keystoneauth
+renews it. The settings are read from the environment on every call, so a changed OS_CLOUD /
+OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones.
+
+Environment:
+  OS_CLOUD                  cloud name in clouds.yaml (default "osprov-admin")
+  OS_CLIENT_CONFIG_FILE     path of clouds.yaml (default: openstacksdk's search path)
+  OSPROV_API_TIMEOUT        seconds per HTTP request to OpenStack (default 30)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import openstack.config
+import openstack.connection
+import openstack.exceptions
+from keystoneauth1 import exceptions as ksa_exceptions
+
+from activities.errors import invalid
+
+DEFAULT_CLOUD = "osprov-admin"
+DEFAULT_API_TIMEOUT_SECONDS = 30.0
+# Project-scoped connections kept per thread (least recently used ones are dropped).
+MAX_PROJECT_CONNECTIONS_PER_THREAD = 64
+
+# Auth options that choose a scope; removed before re-scoping the controller's credentials to a project.
+_SCOPE_OPTIONS = (
+    "project_id",
+    "project_name",
+    "project_domain_id",
+    "project_domain_name",
+    "domain_id",
+    "domain_name",
+    "system_scope",
+    "tenant_id",
+    "tenant_name",
+)
+
+
+@dataclass(frozen=True)
+class CloudSettings:
+    """Which credentials to use: a cloud of a clouds.yaml file, and the per-request timeout."""
+
+    cloud: str
+    config_file: str | None
+    api_timeout: float
+
+    @classmethod
+    def from_env(cls) -> CloudSettings:
+        return cls(
+            cloud=os.environ.get("OS_CLOUD") or DEFAULT_CLOUD,
+            config_file=os.environ.get("OS_CLIENT_CONFIG_FILE") or None,
+            api_timeout=float(os.environ.get("OSPROV_API_TIMEOUT") or DEFAULT_API_TIMEOUT_SECONDS),
+        )
+
+
+@dataclass(frozen=True)
+class AuthEndpoint:
+    """What a probe needs to authenticate as another user against the controller's Keystone."""
+
+    auth_url: str  # the Identity v3 root, e.g. http://127.0.0.1:5000/v3
+    verify: bool | str  # requests' verify: True, False or a CA bundle path
+    cert: str | tuple[str, str] | None
+    timeout: float
+
+
+_local = threading.local()
+
+
+def _thread_cache(name: str) -> OrderedDict[Any, openstack.connection.Connection]:
+    cache = getattr(_local, name, None)
+    if cache is None:
+        cache = OrderedDict()
+        setattr(_local, name, cache)
+    return cache
+
+
+def _cloud_region(settings: CloudSettings, auth_overrides: dict[str, Any] | None = None) -> Any:
+    """Load one cloud of clouds.yaml into a CloudRegion (raises Invalid if it cannot be loaded)."""
+    try:
+        loader = openstack.config.OpenStackConfig(
+            config_files=[settings.config_file] if settings.config_file else None,
+            load_envvars=False,
+        )
+        kwargs: dict[str, Any] = {"api_timeout": settings.api_timeout}
+        if auth_overrides:
+            kwargs["auth"] = auth_overrides
+        return loader.get_one(cloud=settings.cloud, **kwargs)
+    except (openstack.exceptions.ConfigException, ksa_exceptions.ClientException, OSError) as exc:
+        # Config errors name files and options, never credential values.
+        raise invalid(
+            f"cannot load cloud {settings.cloud!r} from clouds.yaml "
+            f"({settings.config_file or 'default search path'}): {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def admin_connection() -> openstack.connection.Connection:
+    """The controller's own (admin) connection for this thread."""
+    settings = CloudSettings.from_env()
+    cache = _thread_cache("admin")
+    key = settings
+    conn = cache.get(key)
+    if conn is None:
+        conn = openstack.connection.Connection(config=_cloud_region(settings))
+        cache[key] = conn
+    return conn
+
+
+def project_connection(project_name: str, domain_name: str) -> openstack.connection.Connection:
+    """The controller's credentials re-scoped to one project (for Cinder, Nova, Octavia calls).
+
+    Cached per thread by (credentials, project, domain): the token is reused until it nears expiry.
+    """
+    settings = CloudSettings.from_env()
+    cache = _thread_cache("project")
+    key = (settings, project_name, domain_name)
+    conn = cache.get(key)
+    if conn is not None:
+        cache.move_to_end(key)
+        return conn
+    overrides: dict[str, Any] = dict.fromkeys(_SCOPE_OPTIONS)
+    overrides.update(project_name=project_name, project_domain_name=domain_name)
+    conn = openstack.connection.Connection(config=_cloud_region(settings, overrides))
+    cache[key] = conn
+    while len(cache) > MAX_PROJECT_CONNECTIONS_PER_THREAD:
+        _, evicted = cache.popitem(last=False)
+        evicted.close()
+    return conn
+
+
+def auth_endpoint() -> AuthEndpoint:
+    """The Identity v3 URL and TLS settings of the controller's cloud (no credentials)."""
+    settings = CloudSettings.from_env()
+    region = _cloud_region(settings)
+    auth_url = str(region.config.get("auth", {}).get("auth_url") or "").rstrip("/")
+    if not auth_url:
+        raise invalid(f"cloud {settings.cloud!r} in clouds.yaml has no auth_url")
+    if not auth_url.endswith("/v3"):
+        auth_url += "/v3"
+    verify, cert = region.get_requests_verify_args()
+    return AuthEndpoint(auth_url=auth_url, verify=verify, cert=cert, timeout=settings.api_timeout)
+
+
+def close_thread_connections() -> None:
+    """Close this thread's cached connections (tests; a worker thread that ends)."""
+    for name in ("admin", "project"):
+        cache = _thread_cache(name)
+        while cache:
+            _, conn = cache.popitem()
+            conn.close()
