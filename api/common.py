@@ -1,0 +1,204 @@
+"""Building blocks shared by every kind: camelCase models, durations, conditions, references.
+
+Pure pydantic and the standard library only: workflows import this module inside Temporal's sandbox.
+Field descriptions become the CRD's OpenAPI descriptions (see api.crdgen), so they are written for users.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_serializer, field_validator
+from pydantic.alias_generators import to_camel
+
+# --- durations -------------------------------------------------------------------------------------------
+
+# A Go duration (time.ParseDuration) without sign: one or more <number><unit>, e.g. 30s, 1m30s, 1.5h.
+# The same expression is the CRD's OpenAPI pattern, so the API server and parse_duration agree.
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$"
+_DURATION_RE = re.compile(DURATION_PATTERN)
+_DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # micro sign U+00B5
+    "μs": 1e-6,  # greek mu U+03BC; Go accepts both
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+MIN_RETRY_INTERVAL = timedelta(seconds=1)
+RETRY_INTERVAL_CEL = "duration(self) >= duration('1s')"
+RETRY_INTERVAL_MESSAGE = "retryInterval must be a Go duration of at least 1s, such as 30s or 1m30s"
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a Go duration such as "30s", "1m30s" or "1.5h"; raise ValueError with the accepted form."""
+    if not _DURATION_RE.fullmatch(text):
+        raise ValueError(
+            f"{text!r} is not a duration: use a number with a unit (ns, us, ms, s, m, h), e.g. 30s or 1m30s"
+        )
+    seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART_RE.findall(text))
+    return timedelta(seconds=seconds)
+
+
+# --- base models -----------------------------------------------------------------------------------------
+
+
+class CamelModel(BaseModel):
+    """camelCase on the wire (the Kubernetes convention), snake_case in Python; unknown fields rejected."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_k8s(self) -> dict[str, Any]:
+        """The JSON object Kubernetes stores: camelCase keys, unset optional fields omitted."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class StatusModel(CamelModel):
+    """Status is written by osprov but read back tolerantly: fields from a newer version are ignored."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class DeletionPolicy(StrEnum):
+    RETAIN = "retain"
+    DELETE = "delete"
+
+
+# --- conditions (metav1.Condition) ----------------------------------------------------------------------
+
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class ReadyReason(StrEnum):
+    """Reasons of the Ready condition of the Keystone kinds."""
+
+    RECONCILED = "Reconciled"
+    RECONCILE_ERROR = "ReconcileError"
+
+
+class AvailableReason(StrEnum):
+    """Reasons of the Available condition of the cloud kinds (Volume, LoadBalancer, Server)."""
+
+    PROVISIONING = "Provisioning"
+    PROVISIONED = "Provisioned"
+    ERRORED = "Errored"
+    DEPROVISIONING = "Deprovisioning"
+
+
+class Condition(StatusModel):
+    """A metav1.Condition: the same shape as every Kubernetes condition, so tools read it the usual way."""
+
+    type: str = Field(max_length=316, description="Type of the condition, e.g. Ready or Available.")
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=CONDITION_REASON_PATTERN,
+        description="CamelCase reason, e.g. Reconciled or ReconcileError.",
+    )
+    message: str = Field(
+        max_length=32768, description="Human-readable detail: what happened and what to fix."
+    )
+    last_transition_time: datetime = Field(
+        description="When status last changed (not when it was last checked)."
+    )
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation the condition was computed for."
+    )
+
+    @field_serializer("last_transition_time")
+    def _rfc3339_seconds(self, value: datetime) -> str:
+        # metav1.Time is RFC 3339 with second precision in UTC.
+        return (
+            value.strftime("%Y-%m-%dT%H:%M:%SZ")
+            if value.utcoffset() in (None, timedelta(0))
+            else value.isoformat()
+        )
+
+
+def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def set_condition(conditions: list[Condition], new: Condition) -> list[Condition]:
+    """Return conditions with `new` replacing the one of its type.
+
+    lastTransitionTime is kept from the old condition when status did not change, as metav1 requires.
+    """
+    old = find_condition(conditions, new.type)
+    if old is not None and old.status == new.status:
+        new = new.model_copy(update={"last_transition_time": old.last_transition_time})
+    return [c for c in conditions if c.type != new.type] + [new]
+
+
+# --- common spec fields and references ------------------------------------------------------------------
+
+
+class KeystoneRef(CamelModel):
+    name: str = Field(
+        default="",
+        description="Keystone deployment this resource belongs to. Unset or empty: the controller's own. "
+        "A resource naming another deployment is ignored by this controller.",
+    )
+
+
+class CommonSpec(CamelModel):
+    """Fields every kind has."""
+
+    keystone_ref: KeystoneRef | None = Field(
+        default=None, description="Which Keystone deployment (and so which controller) serves this resource."
+    )
+    deletion_policy: DeletionPolicy = Field(
+        default=DeletionPolicy.RETAIN,
+        description="retain (default): deleting the resource leaves the OpenStack object in place. delete: a "
+        "finalizer removes the OpenStack object first. Use delete only for an object exactly one resource declares.",
+    )
+    retry_interval: str | None = Field(
+        default=None,
+        pattern=DURATION_PATTERN,
+        description="Shortest delay before a failed reconcile is retried, as a Go duration (e.g. 30s, 1m30s; "
+        "at least 1s). Unset: the controller's own backoff.",
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": RETRY_INTERVAL_CEL, "message": RETRY_INTERVAL_MESSAGE}]
+        },
+    )
+
+    @field_validator("retry_interval")
+    @classmethod
+    def _retry_interval_is_duration(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration(value) < MIN_RETRY_INTERVAL:
+            raise ValueError(RETRY_INTERVAL_MESSAGE)
+        return value
+
+    def retry_interval_delta(self) -> timedelta | None:
+        return parse_duration(self.retry_interval) if self.retry_interval else None
+
+    def keystone_ref_name(self) -> str:
+        """The named Keystone deployment, "" when unset (= the controller's own)."""
+        return self.keystone_ref.name if self.keystone_ref else ""
+
+
+# Keystone caps names at 255 characters (64 for domains, projects and groups; Keystone reports those).
+KeystoneName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+
+
+class DomainName(CamelModel):
+    name: KeystoneName = Field(description="Keystone name of the domain.")
+
+
+class DomainScopedName(CamelModel):
+    """A Keystone object named within a domain (user, group, project)."""
+
+    name: KeystoneName = Field(description="Keystone name.")
+    domain: KeystoneName = Field(description="Keystone name of its domain, e.g. Default.")
+
+
+class ProjectRef(DomainScopedName):
+    """A Keystone project by name and domain name."""

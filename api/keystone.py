@@ -1,0 +1,258 @@
+"""Spec and status of the eight Keystone kinds (keystone.osh.openstack.org/v1alpha1).
+
+Shapes follow the openstack-helm spec (seed 001): objects are named, never referenced by ID, because a name
+is what a chart knows when it renders. Rules a CRD enforces with CEL are enforced here too, with the same
+messages, so a model built in Python fails the same way `kubectl apply` would.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from api.common import (
+    CamelModel,
+    CommonSpec,
+    Condition,
+    DomainName,
+    DomainScopedName,
+    KeystoneName,
+    ProjectRef,
+    StatusModel,
+)
+
+KEYSTONE_GROUP = "keystone.osh.openstack.org"
+
+
+# --- Domain, Project, Role, Group, Service --------------------------------------------------------------
+
+
+class DomainSpec(CommonSpec):
+    """A Keystone domain."""
+
+    name: KeystoneName = Field(description="Keystone name of the domain.")
+    description: str | None = Field(default=None, description="Domain description; drift is patched.")
+    enabled: bool = Field(default=True, description="Whether the domain is enabled.")
+
+
+class ProjectSpec(CommonSpec):
+    """A Keystone project within a domain."""
+
+    name: KeystoneName = Field(description="Keystone name of the project.")
+    domain: KeystoneName = Field(description="Keystone name of the project's domain.")
+    description: str | None = Field(default=None, description="Project description; drift is patched.")
+    enabled: bool = Field(default=True, description="Whether the project is enabled.")
+
+
+class RoleSpec(CommonSpec):
+    """A Keystone role, global or domain-specific."""
+
+    name: KeystoneName = Field(description="Keystone name of the role.")
+    domain: KeystoneName | None = Field(
+        default=None,
+        description="Keystone name of the domain for a domain-specific role; unset: a global role.",
+    )
+
+
+class GroupSpec(CommonSpec):
+    """A Keystone group (for federated deployments; membership comes from a mapping, not from here)."""
+
+    name: KeystoneName = Field(description="Keystone name of the group.")
+    domain: KeystoneName = Field(description="Keystone name of the group's domain.")
+    description: str | None = Field(default=None, description="Group description; drift is patched.")
+
+
+class ServiceSpec(CommonSpec):
+    """A service catalog entry, identified in Keystone by name and type together."""
+
+    name: KeystoneName = Field(description="Keystone name of the service.")
+    type: KeystoneName = Field(description="Service type, e.g. volumev3.")
+    description: str | None = Field(default=None, description="Service description; drift is patched.")
+    enabled: bool = Field(default=True, description="Whether the service is enabled.")
+
+
+# --- User -----------------------------------------------------------------------------------------------
+
+DEFAULT_PASSWORD_KEY = "OS_PASSWORD"
+
+
+class SecretKeyRef(CamelModel):
+    name: str = Field(
+        min_length=1, max_length=253, description="Name of a Secret in the resource's namespace."
+    )
+    key: str = Field(
+        default=DEFAULT_PASSWORD_KEY,
+        min_length=1,
+        max_length=253,
+        description="Key in the Secret holding the password; OS_PASSWORD like the charts' openrc secrets.",
+    )
+
+
+class UserSpec(CommonSpec):
+    """A Keystone user; its password is read from a Secret and never stored in the resource."""
+
+    name: KeystoneName = Field(description="Keystone name of the user.")
+    domain: KeystoneName = Field(description="Keystone name of the user's domain.")
+    description: str | None = Field(default=None, description="User description; drift is patched.")
+    enabled: bool = Field(default=True, description="Whether the user is enabled.")
+    email: str | None = Field(default=None, description="Email address stored on the Keystone user.")
+    default_project: ProjectRef | None = Field(default=None, description="The user's default project.")
+    password_secret: SecretKeyRef = Field(
+        description="Secret and key holding the password. Written to Keystone only when authenticating with "
+        "it is rejected, so an unchanged password never revokes the user's tokens."
+    )
+
+
+# --- RoleAssignment -------------------------------------------------------------------------------------
+
+SUBJECT_ONE_OF_RULE = "(has(self.user) ? 1 : 0) + (has(self.group) ? 1 : 0) == 1"
+SUBJECT_ONE_OF_MESSAGE = "set exactly one subject: spec.user or spec.group"
+SCOPE_ONE_OF_RULE = (
+    "(has(self.project) ? 1 : 0) + (has(self.domain) ? 1 : 0) + (has(self.system) ? 1 : 0) == 1"
+)
+SCOPE_ONE_OF_MESSAGE = "set exactly one scope: spec.project, spec.domain or spec.system"
+
+
+class RoleRef(CamelModel):
+    name: KeystoneName = Field(description="Keystone name of the role.")
+    domain: KeystoneName | None = Field(
+        default=None, description="Keystone name of the role's domain for a domain-specific role."
+    )
+
+
+class RoleAssignmentSpec(CommonSpec):
+    """A role granted to exactly one subject (user or group) on exactly one scope (project, domain or system)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": SUBJECT_ONE_OF_RULE, "message": SUBJECT_ONE_OF_MESSAGE},
+                {"rule": SCOPE_ONE_OF_RULE, "message": SCOPE_ONE_OF_MESSAGE},
+            ]
+        }
+    )
+
+    role: RoleRef = Field(description="The role to grant.")
+    user: DomainScopedName | None = Field(default=None, description="Subject: a user by name and domain.")
+    group: DomainScopedName | None = Field(default=None, description="Subject: a group by name and domain.")
+    project: ProjectRef | None = Field(default=None, description="Scope: a project by name and domain.")
+    domain: DomainName | None = Field(default=None, description="Scope: a domain by name.")
+    system: Literal["all"] | None = Field(
+        default=None,
+        description='Scope: the whole deployment ("all"), granted with PUT /v3/system/{users|groups}/{id}/roles/'
+        "{role}. An extension beyond the openstack-helm spec, which lists system scope as a follow-up.",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_subject_and_scope(self) -> RoleAssignmentSpec:
+        if (self.user is None) == (self.group is None):
+            raise ValueError(SUBJECT_ONE_OF_MESSAGE)
+        if sum(scope is not None for scope in (self.project, self.domain, self.system)) != 1:
+            raise ValueError(SCOPE_ONE_OF_MESSAGE)
+        return self
+
+
+# --- Endpoint -------------------------------------------------------------------------------------------
+
+
+class EndpointInterface(StrEnum):
+    ADMIN = "admin"
+    INTERNAL = "internal"
+    PUBLIC = "public"
+
+
+URLS_KEYS_RULE = "self.all(k, k in ['admin', 'internal', 'public'])"
+URLS_KEYS_MESSAGE = "spec.urls keys must be admin, internal or public"
+URLS_NONEMPTY_RULE = "size(self) >= 1"
+URLS_NONEMPTY_MESSAGE = "spec.urls must set at least one of admin, internal or public"
+URL_PATTERN = r"^https?://[^\s]+$"
+
+
+class ServiceRef(CamelModel):
+    name: KeystoneName = Field(description="Keystone name of the service.")
+    type: KeystoneName = Field(description="Type of the service, e.g. volumev3.")
+
+
+class EndpointSpec(CommonSpec):
+    """The admin, internal and public URLs of one service (looked up by name and type) in one region."""
+
+    service: ServiceRef = Field(description="The service, found in Keystone by name and type together.")
+    region: str = Field(
+        min_length=1, max_length=255, description="Keystone region ID; created when missing, e.g. RegionOne."
+    )
+    urls: dict[EndpointInterface, str] = Field(
+        description="URL per interface (admin, internal, public). An interface left out is not published.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": URLS_KEYS_RULE, "message": URLS_KEYS_MESSAGE},
+                {"rule": URLS_NONEMPTY_RULE, "message": URLS_NONEMPTY_MESSAGE},
+            ],
+            "additionalProperties": {"type": "string", "pattern": URL_PATTERN},
+            "maxProperties": 3,  # bounds the CEL cost estimate as well
+        },
+    )
+
+    @model_validator(mode="after")
+    def _urls(self) -> EndpointSpec:
+        if not self.urls:
+            raise ValueError(URLS_NONEMPTY_MESSAGE)
+        for interface, url in self.urls.items():
+            if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+                raise ValueError(f"spec.urls.{interface.value} must be an http(s) URL without spaces")
+        return self
+
+
+# --- status ---------------------------------------------------------------------------------------------
+
+
+class KeystoneStatus(StatusModel):
+    """Observed state written by the controller through the status subresource."""
+
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation last reconciled."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready (Reconciled | ReconcileError) with a message that says what to fix.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+def _id_field(alias: str, what: str) -> str | None:
+    return Field(default=None, alias=alias, description=f"ID Keystone assigned to the {what}.")  # type: ignore[no-any-return]
+
+
+class DomainStatus(KeystoneStatus):
+    domain_id: str | None = _id_field("domainID", "domain")
+
+
+class ProjectStatus(KeystoneStatus):
+    project_id: str | None = _id_field("projectID", "project")
+
+
+class RoleStatus(KeystoneStatus):
+    role_id: str | None = _id_field("roleID", "role")
+
+
+class GroupStatus(KeystoneStatus):
+    group_id: str | None = _id_field("groupID", "group")
+
+
+class UserStatus(KeystoneStatus):
+    user_id: str | None = _id_field("userID", "user")
+
+
+class ServiceStatus(KeystoneStatus):
+    service_id: str | None = _id_field("serviceID", "service")
+
+
+class RoleAssignmentStatus(KeystoneStatus):
+    """A grant has no ID of its own."""
+
+
+class EndpointStatus(KeystoneStatus):
+    endpoint_ids: dict[EndpointInterface, str] = Field(
+        default_factory=dict, alias="endpointIDs", description="ID of the endpoint adopted per interface."
+    )
