@@ -80,7 +80,7 @@ def _set_finalizer(o: ObjectRef, finalizer: str, present: bool) -> WriteResult:
     api = _custom()
     for _ in range(5):  # lost races against other writers of metadata: re-read and try again
         try:
-            obj: dict[str, Any] = api.get_namespaced_custom_object(
+            obj: dict[str, Any] = api.get_namespaced_custom_object(  # type: ignore[assignment]
                 o.group, o.version, o.namespace, o.plural, o.name
             )
         except ApiException as err:

@@ -88,6 +88,9 @@ class EntityConfig(BaseModel):
     backoff_max_seconds: float = 300.0
     keystone_name: str = "keystone"  # the Keystone deployment this controller serves
     upsert_search_attributes: bool = True
+    # Continue-as-new after this many passes even if the server has not suggested it yet: keeps
+    # every run's history short and bounded (a pass is a handful of events).
+    max_passes_per_run: int = 200
 
 
 class EntityState(BaseModel):

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributePair
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -83,6 +83,7 @@ class Entity:
         self.s: EntityState | None = None
         self._early_secrets: dict[str, str] = {}
         self._wake = False
+        self._run_passes = 0
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
     @workflow.signal(name=SIGNAL_RESOURCE_CHANGED)
@@ -140,7 +141,7 @@ class Entity:
 
     @property
     def info(self) -> registry.KindInfo:
-        return registry.get(self.KIND)
+        return registry.kind_info(self.KIND)
 
     @property
     def finalizer(self) -> str:
@@ -174,7 +175,10 @@ class Entity:
         self.s = carried
         self._wake = True
         while True:
-            if workflow.info().is_continue_as_new_suggested():
+            if (
+                workflow.info().is_continue_as_new_suggested()
+                or self._run_passes >= self.st.config.max_passes_per_run
+            ):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(EntityInput(ref=self.st.ref, config=self.st.config, carried=self.st))
             await self._wait_for_work()
@@ -208,6 +212,7 @@ class Entity:
             return None
         retry_due, resync_due = self._timers_due()
         self.st.passes += 1
+        self._run_passes += 1
         try:
             spec = self.info.spec_model.model_validate(change.spec)
         except ValidationError as err:
@@ -382,10 +387,6 @@ class Entity:
             SA_READY.value_set(ready.status),
             SA_REASON.value_set(ready.reason),
         ]
-        changed: list[SearchAttributePair[Any]] = [
-            u
-            for u in wanted
-            if current.get(u.key) != u.value  # type: ignore[attr-defined]
-        ]
+        changed = [u for u in wanted if current.get(u.key) != u.value]
         if changed:
-            workflow.upsert_search_attributes([u for u in changed])  # type: ignore[misc]
+            workflow.upsert_search_attributes(changed)

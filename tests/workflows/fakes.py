@@ -1,0 +1,98 @@
+"""Stub activities for time-skipping workflow tests: an in-memory Keystone and Kubernetes API.
+
+They register under the real activity names, so the workflows under test are the production code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+
+from activities import errors
+from api import keystone_io as io
+from api.kube_io import FinalizerChange, PatchStatus, WriteResult
+
+
+@dataclass
+class FakeCloud:
+    objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    finalizers: list[str] = field(default_factory=list)
+    fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
+        obj = io.KeystoneObject(kind=kind, id=f"{kind}-{next(self._ids)}", fields=fields)  # type: ignore[arg-type]
+        self.objects.setdefault(kind, {})[obj.id] = obj
+        return obj
+
+    def of(self, kind: str) -> list[io.KeystoneObject]:
+        return sorted(self.objects.get(kind, {}).values(), key=lambda o: o.id)
+
+    def count(self, name: str) -> int:
+        return sum(1 for c in self.calls if c == name)
+
+    def _maybe_fail(self, name: str) -> None:
+        kind = self.fail_next.pop(name, None)
+        if kind:
+            raise errors.error(kind, f"injected {kind} for {name}")
+
+    def activities(self) -> list[Any]:
+        cloud = self
+
+        @activity.defn(name=io.FIND)
+        async def find(req: io.Find) -> list[io.KeystoneObject]:
+            cloud.calls.append(io.FIND)
+            cloud._maybe_fail(io.FIND)
+            want = req.effective_filters()
+            return [
+                o
+                for o in cloud.of(req.kind)
+                if all(str(o.fields.get(k) if k != "id" else o.id) == v for k, v in want.items())
+            ]
+
+        @activity.defn(name=io.CREATE)
+        async def create(req: io.Create) -> io.KeystoneObject:
+            cloud.calls.append(io.CREATE)
+            cloud._maybe_fail(io.CREATE)
+            existing = await find(req.find)
+            cloud.calls.pop()
+            return existing[0] if existing else cloud.add(req.kind, **req.fields)
+
+        @activity.defn(name=io.UPDATE)
+        async def update(req: io.Update) -> io.KeystoneObject:
+            cloud.calls.append(io.UPDATE)
+            old = cloud.objects[req.kind][req.id]
+            new = io.KeystoneObject(kind=old.kind, id=old.id, fields=old.fields | req.fields)
+            cloud.objects[req.kind][req.id] = new
+            return new
+
+        @activity.defn(name=io.DELETE)
+        async def delete(req: io.Delete) -> bool:
+            cloud.calls.append(io.DELETE)
+            return cloud.objects.get(req.kind, {}).pop(req.id, None) is not None
+
+        @activity.defn(name="kube.patch_status")
+        async def patch_status(req: PatchStatus) -> WriteResult:
+            cloud.calls.append("kube.patch_status")
+            cloud.statuses.append(req.status)
+            return WriteResult(exists=True, changed=True)
+
+        @activity.defn(name="kube.add_finalizer")
+        async def add_finalizer(req: FinalizerChange) -> WriteResult:
+            cloud.calls.append("kube.add_finalizer")
+            cloud.finalizers.append(req.finalizer)
+            return WriteResult(exists=True, changed=True)
+
+        @activity.defn(name="kube.remove_finalizer")
+        async def remove_finalizer(req: FinalizerChange) -> WriteResult:
+            cloud.calls.append("kube.remove_finalizer")
+            if req.finalizer in cloud.finalizers:
+                cloud.finalizers.remove(req.finalizer)
+            return WriteResult(exists=True, changed=True)
+
+        return [find, create, update, delete, patch_status, add_finalizer, remove_finalizer]

@@ -1,0 +1,265 @@
+"""The entity loop, on the time-skipping server with stubbed activities (real workflow code)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from api import keystone_io as io
+from api.messages import (
+    QUERY_STATE,
+    SIGNAL_RESOURCE_CHANGED,
+    EntityConfig,
+    EntityInput,
+    EntityState,
+    ResourceChange,
+    ResourceRef,
+)
+from tests.workflows.fakes import FakeCloud
+from workflows.all import WORKFLOWS
+
+CONFIG = EntityConfig(resync_seconds=600, backoff_initial_seconds=5, upsert_search_attributes=False)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool] | bool], what: str, deadline_s: float = 10.0
+) -> None:
+    """Wait on a condition with a deadline (never a bare sleep)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await asyncio.sleep(0.05)
+
+
+class Harness:
+    def __init__(self, env: WorkflowEnvironment, cloud: FakeCloud, queue: str) -> None:
+        self.env, self.cloud, self.queue = env, cloud, queue
+        self.started: list[WorkflowHandle[Any, Any]] = []
+
+    async def apply(
+        self,
+        kind: str,
+        spec: dict[str, Any],
+        generation: int = 1,
+        *,
+        name: str = "r",
+        uid: str | None = None,
+        config: EntityConfig = CONFIG,
+        **extra: Any,
+    ) -> WorkflowHandle[Any, Any]:
+        ref = ResourceRef(kind=kind, namespace="ns", name=name, uid=uid or str(uuid.uuid4()))
+        change = ResourceChange(ref=ref, generation=generation, spec=spec, **extra)
+        handle = await self.env.client.start_workflow(
+            kind,
+            EntityInput(ref=ref, config=config),
+            id=ref.workflow_id,
+            task_queue=self.queue,
+            start_signal=SIGNAL_RESOURCE_CHANGED,
+            start_signal_args=[change],
+        )
+        self.started.append(handle)
+        return handle
+
+    async def close(self) -> None:
+        """Terminate what is still running, so no orphaned timer holds the shared test server's clock."""
+        for handle in self.started:
+            desc = await self.env.client.get_workflow_handle(handle.id).describe()
+            if desc.status is not None and desc.status.name == "RUNNING":
+                await self.env.client.get_workflow_handle(handle.id).terminate("test finished")
+
+    async def state(self, handle: WorkflowHandle[Any, Any]) -> EntityState:
+        return await handle.query(QUERY_STATE, result_type=EntityState)
+
+    def last_ready(self) -> dict[str, Any]:
+        assert self.cloud.statuses, "no status written"
+        return self.cloud.statuses[-1]["conditions"][0]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def h(tenv: WorkflowEnvironment):  # type: ignore[no-untyped-def]
+    cloud = FakeCloud()
+    queue = f"q-{uuid.uuid4()}"
+    async with Worker(tenv.client, task_queue=queue, workflows=WORKFLOWS, activities=cloud.activities()):
+        harness = Harness(tenv, cloud, queue)
+        yield harness
+        await harness.close()
+
+
+async def test_create_then_skip_unchanged_generation(h: Harness) -> None:
+    wf = await h.apply("Domain", {"name": "service", "description": "d"})
+    await eventually(lambda: bool(h.cloud.statuses), "status written")
+    assert [o.fields["name"] for o in h.cloud.of("domain")] == ["service"]
+    ready = h.last_ready()
+    assert (ready["status"], ready["reason"]) == ("True", "Reconciled")
+    assert h.cloud.statuses[-1]["domainID"] == h.cloud.of("domain")[0].id
+    assert h.cloud.statuses[-1]["observedGeneration"] == 1
+    finds = h.cloud.count(io.FIND)
+    # The same generation again (a bridge relist) changes nothing: no lookup, no write. Generation 2
+    # follows it, so once 2 is observed, the duplicate was processed before it.
+    ref = (await h.state(wf)).ref
+    spec = {"name": "service", "description": "d"}
+    await wf.signal(SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=1, spec=spec))
+    await wf.signal(SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=2, spec=spec))
+    await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
+    assert h.cloud.count(io.FIND) == finds + 1
+    assert (await h.state(wf)).passes == 2
+
+
+async def _passes(h: Harness, wf: WorkflowHandle[Any, Any], n: int) -> bool:
+    return (await h.state(wf)).passes >= n
+
+
+async def test_new_generation_patches_drift_and_keeps_id(h: Harness) -> None:
+    wf = await h.apply("Domain", {"name": "service", "description": "old"})
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    first_id = h.cloud.of("domain")[0].id
+    ref = (await h.state(wf)).ref
+    await wf.signal(
+        SIGNAL_RESOURCE_CHANGED,
+        ResourceChange(ref=ref, generation=2, spec={"name": "service", "description": "new"}),
+    )
+    await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
+    [dom] = h.cloud.of("domain")
+    assert (dom.id, dom.fields["description"]) == (first_id, "new")
+    assert h.cloud.count(io.UPDATE) == 1
+    assert "updated domain service" in h.last_ready()["message"]
+
+
+async def test_missing_domain_is_reported_then_converges_by_retry(h: Harness) -> None:
+    await h.apply("Project", {"name": "service", "domain": "service"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    ready = h.last_ready()
+    assert (ready["status"], ready["reason"]) == ("False", "ReconcileError")
+    assert "domain 'service' does not exist in Keystone yet" in ready["message"]
+    assert h.cloud.of("project") == []
+    h.cloud.add("domain", name="service", enabled=True)
+    await h.env.sleep(6)  # past the first backoff (5 s): the durable retry timer fires
+    await eventually(lambda: h.last_ready()["status"] == "True", "project converged without a new signal")
+    [proj] = h.cloud.of("project")
+    assert proj.fields["domain_id"] == h.cloud.of("domain")[0].id
+
+
+async def test_retry_interval_from_spec_sets_the_retry_timer(h: Harness) -> None:
+    wf = await h.apply("Project", {"name": "p", "domain": "nope", "retryInterval": "2m"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    st = await h.state(wf)
+    assert st.retry_at is not None
+    finds = h.cloud.count(io.FIND)
+    await h.env.sleep(60)
+    assert h.cloud.count(io.FIND) == finds  # not before retryInterval
+    await h.env.sleep(61)
+    await eventually(lambda: h.cloud.count(io.FIND) > finds, "retried after 2m")
+
+
+async def test_resync_repairs_drift_made_outside(h: Harness) -> None:
+    await h.apply("Service", {"name": "cinderv3", "type": "volumev3", "description": "mine"})
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    [svc] = h.cloud.of("service")
+    h.cloud.objects["service"][svc.id] = svc.model_copy(
+        update={"fields": svc.fields | {"description": "hand"}}
+    )
+    await h.env.sleep(601)  # the periodic forced resync
+    await eventually(lambda: h.cloud.of("service")[0].fields["description"] == "mine", "drift repaired")
+    assert h.cloud.of("service")[0].id == svc.id
+
+
+async def test_continue_as_new_carries_state(h: Harness) -> None:
+    config = CONFIG.model_copy(update={"max_passes_per_run": 2, "resync_seconds": 60})
+    wf = await h.apply("Domain", {"name": "d"}, config=config)
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    first_run = (await h.env.client.get_workflow_handle(wf.id).describe()).run_id
+    await h.env.sleep(61)
+    await h.env.sleep(61)
+    await eventually(lambda: _new_run(h, wf, first_run), "continued as new")
+    st = await h.state(wf)
+    assert st.ids["domainID"] == h.cloud.of("domain")[0].id
+    assert st.applied_fingerprint is not None and st.status is not None
+    assert len(h.cloud.of("domain")) == 1
+    statuses = len(h.cloud.statuses)
+    await h.env.sleep(61)
+    await eventually(lambda: _passes(h, wf, 4), "resync in the new run")
+    assert len(h.cloud.statuses) == statuses  # carried status: nothing rewritten
+
+
+async def _new_run(h: Harness, wf: WorkflowHandle[Any, Any], first: str | None) -> bool:
+    return (await h.env.client.get_workflow_handle(wf.id).describe()).run_id != first
+
+
+async def test_delete_policy_adds_finalizer_first_and_deletes_by_stored_id(h: Harness) -> None:
+    spec = {"name": "svc", "type": "t", "deletionPolicy": "delete"}
+    wf = await h.apply("Service", spec)
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    assert h.cloud.calls.index("kube.add_finalizer") < h.cloud.calls.index(io.CREATE)
+    [svc] = h.cloud.of("service")
+    other = h.cloud.add("service", name="svc", type="t")  # same name, not ours: must survive
+    ref = (await h.state(wf)).ref
+    await wf.signal(
+        SIGNAL_RESOURCE_CHANGED,
+        ResourceChange(
+            ref=ref,
+            generation=1,
+            spec=spec,
+            deleting=True,
+            finalizers=["keystone.osh.openstack.org/finalizer"],
+        ),
+    )
+    assert await wf.result() == "deleted"
+    assert [o.id for o in h.cloud.of("service")] == [other.id]
+    assert svc.id not in h.cloud.objects["service"]
+    assert h.cloud.finalizers == []
+
+
+async def test_retain_deletion_touches_nothing(h: Harness) -> None:
+    wf = await h.apply("Domain", {"name": "keep"})
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    ref = (await h.state(wf)).ref
+    await wf.signal(
+        SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=1, spec={"name": "keep"}, gone=True)
+    )
+    assert await wf.result() == "deleted"
+    assert h.cloud.count(io.DELETE) == 0 and len(h.cloud.of("domain")) == 1
+
+
+async def test_foreign_keystone_ref_is_ignored_except_our_finalizer(h: Harness) -> None:
+    wf = await h.apply(
+        "Domain",
+        {"name": "x", "keystoneRef": {"name": "other"}},
+        finalizers=["keystone.osh.openstack.org/finalizer"],
+    )
+    h.cloud.finalizers.append("keystone.osh.openstack.org/finalizer")
+    assert await wf.result() == "ignored: belongs to another deployment"
+    assert h.cloud.statuses == [] and h.cloud.count(io.FIND) == 0
+    assert h.cloud.finalizers == []
+
+
+async def test_invalid_spec_is_reported_without_cloud_calls(h: Harness) -> None:
+    wf = await h.apply("Domain", {"description": "no name", "retryInterval": "soon"})
+    await eventually(lambda: bool(h.cloud.statuses), "reported")
+    ready = h.last_ready()
+    assert ready["status"] == "False" and "spec.name" in ready["message"]
+    assert h.cloud.count(io.FIND) == 0
+    assert (await h.state(wf)).retry_at is None  # nothing to retry until the resource changes
+
+
+async def test_transient_failure_retries_with_backoff(h: Harness) -> None:
+    h.cloud.fail_next[io.FIND] = "Conflict"  # not retried by the activity policy: back to the loop
+    await h.apply("Role", {"name": "member"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    assert "injected Conflict" in h.last_ready()["message"]
+    await h.env.sleep(6)
+    await eventually(lambda: h.last_ready()["status"] == "True", "recovered on the retry timer")
+    assert len(h.cloud.of("role")) == 1

@@ -1,0 +1,12 @@
+"""Every workflow type the worker registers (one per kind)."""
+
+from __future__ import annotations
+
+from workflows.keystone.domain import DomainWorkflow
+from workflows.keystone.group import GroupWorkflow
+from workflows.keystone.project import ProjectWorkflow
+from workflows.keystone.role import RoleWorkflow
+from workflows.keystone.service import ServiceWorkflow
+
+WORKFLOWS: list[type] = [DomainWorkflow, ProjectWorkflow, RoleWorkflow, GroupWorkflow, ServiceWorkflow]
+BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS}  # type: ignore[attr-defined]

@@ -1,0 +1,108 @@
+"""What every Keystone kind shares: ownership (keystoneRef), lookups by name, ensure-with-drift.
+
+Lookups are exact, filtered queries (activities post-filter); creates are create-if-absent, so a
+retried create after a worker crash adopts what the first attempt made instead of duplicating it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from api import keystone_io as io
+    from api.common import CommonSpec
+    from api.messages import ConditionState
+    from workflows.calls import call
+    from workflows.entity import Entity, Outcome, PassFailed
+
+
+async def find(kind: io.KeystoneKind, name: str | None = None, **filters: str) -> list[io.KeystoneObject]:
+    where = ", ".join(f"{k}={v}" for k, v in (({"name": name} if name else {}) | filters).items())
+    return await call(
+        io.FIND,
+        io.Find(kind=kind, name=name, filters=filters),
+        list[io.KeystoneObject],
+        summary=f"find {kind} {where}",
+    )
+
+
+async def require(kind: io.KeystoneKind, label: str, name: str, **filters: str) -> io.KeystoneObject:
+    """The object a resource depends on; missing = a clear, retried failure (dependencies by retry)."""
+    found = await find(kind, name, **filters)
+    if not found:
+        raise PassFailed(
+            f"{label} does not exist in Keystone yet; create it (for example with a "
+            f"{kind.capitalize()} resource) — retrying"
+        )
+    return found[0]
+
+
+async def domain_id(name: str) -> str:
+    return (await require("domain", f"domain {name!r}", name)).id
+
+
+async def ensure(
+    kind: io.KeystoneKind, lookup: io.Find, create: dict[str, Any], manage: dict[str, Any]
+) -> tuple[io.KeystoneObject, str, list[io.KeystoneObject]]:
+    """Find exactly, create when missing, PATCH only the managed fields that drifted.
+
+    Returns the object, what was done ("created" | "updated" | "unchanged"), and any other exact
+    matches (duplicates; lowest ID is adopted, the others are reported, never deleted)."""
+    found = await call(io.FIND, lookup, list[io.KeystoneObject], summary=f"find {kind} {lookup.name or ''}")
+    if not found:
+        obj = await call(
+            io.CREATE,
+            io.Create(kind=kind, fields=create | manage, find=lookup),
+            io.KeystoneObject,
+            summary=f"create {kind} {lookup.name or ''}",
+        )
+        return obj, "created", []
+    obj, dupes = found[0], found[1:]
+    drift = {k: v for k, v in manage.items() if v is not None and obj.fields.get(k) != v}
+    if drift:
+        obj = await call(
+            io.UPDATE,
+            io.Update(kind=kind, id=obj.id, fields=drift),
+            io.KeystoneObject,
+            summary=f"update {kind} {obj.id}: {', '.join(sorted(drift))}",
+        )
+        return obj, "updated", dupes
+    return obj, "unchanged", dupes
+
+
+def ready(message: str) -> list[ConditionState]:
+    return [ConditionState(type="Ready", status="True", reason="Reconciled", message=message)]
+
+
+class KeystoneEntity(Entity):
+    """Base of the Keystone kinds: keystoneRef ownership, delete by the stored ID."""
+
+    KEYSTONE_KIND: io.KeystoneKind
+
+    def is_ours(self, spec: CommonSpec) -> bool:
+        ref = spec.keystone_ref.name if spec.keystone_ref else ""
+        return ref in ("", self.st.config.keystone_name)
+
+    async def finalize(self, spec: Any) -> None:
+        # Delete by the ID this workflow recorded, never by a query: a same-named object made by
+        # someone else is not ours to remove. Already gone counts as deleted.
+        field = self.info.id_field
+        stored = self.st.ids.get(field) if field else None
+        if stored:
+            await call(
+                io.DELETE,
+                io.Delete(kind=self.KEYSTONE_KIND, id=stored),
+                bool,
+                summary=f"delete {self.KEYSTONE_KIND} {stored}",
+            )
+
+    def converged(
+        self, obj: io.KeystoneObject, done: str, what: str, dupes: list[io.KeystoneObject] | None = None
+    ) -> Outcome:
+        message = f"{done} {what}" if done != "unchanged" else f"{what} is up to date"
+        if dupes:
+            message += f"; duplicates not adopted: {', '.join(d.id for d in dupes)}"
+        field = self.info.id_field
+        return Outcome(conditions=ready(message), ids={field: obj.id} if field else {})

@@ -1,0 +1,33 @@
+"""Service: found by name and type together; description/enabled drift patched in place."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from api import keystone_io as io
+    from api.keystone import ServiceSpec
+    from api.messages import EntityInput
+    from workflows.entity import Outcome
+    from workflows.keystone.common import KeystoneEntity, ensure
+
+
+@workflow.defn(name="Service")
+class ServiceWorkflow(KeystoneEntity):
+    KIND = "Service"
+    KEYSTONE_KIND = "service"
+
+    @workflow.run
+    async def run(self, inp: EntityInput) -> str:
+        return await self.run_loop(inp)
+
+    async def reconcile(self, spec: ServiceSpec, full: bool) -> Outcome:
+        # Keystone allows duplicate services; create-if-absent (in the activity) keeps retries from
+        # making one, and an existing duplicate is reported, not deleted.
+        obj, done, dupes = await ensure(
+            "service",
+            io.Find(kind="service", name=spec.name, filters={"type": spec.type}),
+            {"name": spec.name, "type": spec.type},
+            {"description": spec.description, "enabled": spec.enabled},
+        )
+        return self.converged(obj, done, f"service {spec.name} ({spec.type})", dupes)
