@@ -1,0 +1,3 @@
+from devenv.kube.server import main
+
+raise SystemExit(main())

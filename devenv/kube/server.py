@@ -1,0 +1,169 @@
+"""Entry point: `python -m devenv.kube --port 0 --crds deploy/crds --kubeconfig kubeconfig --ready-file port`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from .errors import ApiError
+from .handlers import Emulator, Handlers, error_response
+from .openapi import OpenAPI
+from .store import Store
+
+_DISCOVERY_ROOTS = ("/version", "/api", "/apis")
+
+
+def build_app(emulator: Emulator) -> web.Application:
+    handlers = Handlers(emulator)
+    openapi = OpenAPI(emulator.store)
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        emulator.store.warnings = []
+        if path in ("/healthz", "/readyz", "/livez"):
+            return await handlers.health(request)
+        if path == "/_emulator/faults":
+            return await handlers.faults(request)
+        if parts and parts[0] == "openapi":
+            return openapi.handle(request)
+        is_discovery = (
+            path in _DISCOVERY_ROOTS or parts == ["api", "v1"] or (parts[:1] == ["apis"] and len(parts) <= 3)
+        )
+        if is_discovery and request.method == "GET":
+            return await handlers.discovery(request)
+        return await handlers.resource(request)
+
+    app = web.Application(client_max_size=16 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", route)
+    return app
+
+
+def load_crd_files(store: Store, dirs: list[str]) -> int:
+    count = 0
+    for directory in dirs:
+        for path in sorted(Path(directory).glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    try:
+                        store.register_crd(doc)
+                    except ApiError as err:
+                        raise SystemExit(f"kube emulator: {path}: {err.message}") from None
+                    count += 1
+    return count
+
+
+def write_kubeconfig(path: str, url: str) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "osprov-dev", "cluster": {"server": url}}],
+        "users": [{"name": "osprov-dev", "user": {}}],
+        "contexts": [
+            {
+                "name": "osprov-dev",
+                "context": {"cluster": "osprov-dev", "user": "osprov-dev", "namespace": "default"},
+            }
+        ],
+        "current-context": "osprov-dev",
+        "preferences": {},
+    }
+    _atomic_write(path, yaml.safe_dump(config, sort_keys=False))
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    Path(tmp).write_text(text)
+    os.replace(tmp, path)
+
+
+class Persistence:
+    """Debounced snapshots of the store, so a burst of writes costs one file write."""
+
+    def __init__(self, store: Store, path: str) -> None:
+        self.store, self.path = store, path
+        self.pending: asyncio.TimerHandle | None = None
+
+    def load(self) -> None:
+        if os.path.exists(self.path):
+            self.store.restore(json.loads(Path(self.path).read_text()))
+
+    def schedule(self) -> None:
+        if self.pending is None:
+            self.pending = asyncio.get_running_loop().call_later(0.5, self.save)
+
+    def save(self) -> None:
+        self.pending = None
+        _atomic_write(self.path, json.dumps(self.store.snapshot(), separators=(",", ":")))
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="osprov dev kube", description="Kubernetes API server emulator")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True, help="0 picks a free port")
+    parser.add_argument(
+        "--crds", action="append", default=[], metavar="DIR", help="load every *.yaml CRD in DIR"
+    )
+    parser.add_argument("--state", metavar="FILE", help="persist the store here and reload it at start")
+    parser.add_argument("--watch-window", type=int, default=1000, help="retained events per resource type")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="write a kubeconfig (context osprov-dev) here")
+    parser.add_argument("--ready-file", metavar="PATH", help="write the bound port here once listening")
+    parser.add_argument(
+        "--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks"
+    )
+    return parser.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    store = Store(watch_window=args.watch_window)
+    persistence = Persistence(store, args.state) if args.state else None
+    if persistence is not None:
+        persistence.load()
+    load_crd_files(store, args.crds)
+    emulator = Emulator(store, bookmark_interval_s=args.bookmark_interval)
+    if persistence is not None:
+        emulator.on_change = persistence.schedule
+    runner = web.AppRunner(
+        build_app(emulator), access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port)
+    await site.start()
+    server: Any = site._server  # aiohttp exposes the bound sockets only here
+    port = server.sockets[0].getsockname()[1]
+    url = f"http://{args.host}:{port}"
+    if args.kubeconfig:
+        write_kubeconfig(args.kubeconfig, url)
+    if args.ready_file:
+        _atomic_write(args.ready_file, str(port))
+    print(f"kube emulator listening on {url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    for state in store.types.values():
+        state.cut_all()
+    if persistence is not None:
+        persistence.save()
+    with contextlib.suppress(Exception):
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    asyncio.run(serve(args))
+    return 0
+
+
+__all__ = ["build_app", "error_response", "main"]

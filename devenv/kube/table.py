@@ -1,0 +1,136 @@
+"""meta.k8s.io/v1 Table output (what `kubectl get` asks for), with CRD additionalPrinterColumns."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .meta import age
+from .resources import PrinterColumn, ResourceType
+
+_TOKEN = re.compile(
+    r"""\.([A-Za-z0-9_$-]+)|\[\s*'([^']*)'\s*\]|\[\s*"([^"]*)"\s*\]|\[(\*|-?\d+)\]|\[\?\(@\.([A-Za-z0-9_.]+)\s*(==|!=)\s*["']?([^"')]*)["']?\)\]"""
+)
+
+
+def json_path(obj: Any, path: str) -> list[Any]:
+    """The subset of kubectl JSONPath used in printer columns: fields, indexes, [*], [?(@.a=="b")]."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    path = path.lstrip("$")
+    nodes = [obj]
+    pos = 0
+    while pos < len(path):
+        match = _TOKEN.match(path, pos)
+        if match is None:
+            return []
+        pos = match.end()
+        field = match.group(1) or match.group(2) or match.group(3)
+        nxt: list[Any] = []
+        for node in nodes:
+            if field is not None:
+                if isinstance(node, dict) and field in node:
+                    nxt.append(node[field])
+            elif match.group(4) is not None:
+                if isinstance(node, list):
+                    if match.group(4) == "*":
+                        nxt.extend(node)
+                    elif -len(node) <= int(match.group(4)) < len(node):
+                        nxt.append(node[int(match.group(4))])
+            elif isinstance(node, list):
+                key, op, want = match.group(5), match.group(6), match.group(7)
+                for item in node:
+                    value: Any = item
+                    for seg in key.split("."):
+                        value = value.get(seg) if isinstance(value, dict) else None
+                    if (
+                        str(value) == want if not isinstance(value, bool) else str(value).lower() == want
+                    ) == (op == "=="):
+                        nxt.append(item)
+        nodes = nxt
+    return nodes
+
+
+def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Any:
+    values = json_path(obj, column.json_path)
+    if not values:
+        return None
+    value = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+    if column.type == "date" and isinstance(value, str):
+        return age(value)
+    if column.type == "integer" and isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value)
+    return value
+
+
+def _definition(
+    name: str, col_type: str, description: str = "", priority: int = 0, fmt: str = ""
+) -> dict[str, Any]:
+    return {"name": name, "type": col_type, "format": fmt, "description": description, "priority": priority}
+
+
+_NAME = _definition("Name", "string", "Name must be unique within a namespace.", 0, "name")
+_AGE = PrinterColumn(
+    "Age",
+    "date",
+    ".metadata.creationTimestamp",
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
+
+
+def columns_for(rtype: ResourceType, version: str) -> list[PrinterColumn]:
+    if rtype.key == "secrets":
+        return [
+            PrinterColumn("Type", "string", ".type"),
+            PrinterColumn("Data", "integer", ".data"),
+            _AGE,
+        ]
+    if rtype.key == "namespaces":
+        return [PrinterColumn("Status", "string", ".status.phase"), _AGE]
+    if rtype.builtin:
+        return [PrinterColumn("Created At", "date", ".metadata.creationTimestamp")]
+    vinfo = rtype.version(version)
+    if vinfo is not None and vinfo.printer_columns:
+        return vinfo.printer_columns
+    return [_AGE]
+
+
+def to_table(
+    rtype: ResourceType,
+    version: str,
+    objects: list[dict[str, Any]],
+    resource_version: str,
+    include_object: str,
+) -> dict[str, Any]:
+    columns = columns_for(rtype, version)
+    rows = []
+    for obj in objects:
+        cells: list[Any] = [obj["metadata"]["name"]]
+        for column in columns:
+            if rtype.key == "secrets" and column.name == "Data":
+                cells.append(len(obj.get("data") or {}))  # the count, never the values
+            else:
+                cells.append(_cell(column, obj))
+        row: dict[str, Any] = {"cells": cells}
+        if include_object == "Object":
+            row["object"] = obj
+        elif include_object != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": [_NAME]
+        + [_definition(c.name, c.type, c.description, c.priority, c.format) for c in columns],
+        "rows": rows,
+    }
