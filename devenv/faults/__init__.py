@@ -1,0 +1,1 @@
+"""Fault tooling for tests, built on the real services of the local stack."""

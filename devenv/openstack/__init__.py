@@ -1,0 +1,1 @@
+"""The OpenStack mini cloud of the local stack: install, configure, start, bootstrap."""

@@ -1,0 +1,53 @@
+"""The Temporal dev server (temporal CLI from the project venv), persistent, with the project's search attributes."""
+
+from __future__ import annotations
+
+from api.search_attributes import SEARCH_ATTRIBUTES
+from devenv import procs
+from devenv.config import HOST, PORTS, project_bin, state_dir
+
+NAMESPACE = "default"
+
+
+def address() -> str:
+    return f"{HOST}:{PORTS.temporal}"
+
+
+def ui_url() -> str:
+    return f"http://{HOST}:{PORTS.temporal_ui}"
+
+
+def start() -> None:
+    argv: list[str] = [
+        str(project_bin("temporal")),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(state_dir() / "temporal.db"),
+        "--ip",
+        HOST,
+        "--port",
+        str(PORTS.temporal),
+        "--ui-port",
+        str(PORTS.temporal_ui),
+        "--http-port",
+        str(PORTS.temporal_http),
+        "--metrics-port",
+        str(PORTS.temporal_metrics),
+        "--ui-disable-news-fetch",
+        "--log-level",
+        "warn",
+    ]
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        argv += ["--search-attribute", f"{name}={kind}"]
+    procs.start("temporal", argv)
+    wait_healthy()
+
+
+def wait_healthy(timeout: float = 60) -> None:
+    procs.wait_until(
+        lambda: procs.tcp_open(PORTS.temporal) and procs.http_status(ui_url()) == 200,
+        timeout,
+        "Temporal frontend and Web UI",
+        "temporal",
+    )
