@@ -1,0 +1,224 @@
+"""keystone.find / create / update / delete against the real Keystone of the local stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openstack.connection
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import keystone
+from activities.errors import CONFLICT, INVALID, NOT_FOUND
+from api.keystone_io import Create, Delete, Find, KeystoneObject, Update
+from tests.activities.conftest import Cleanup
+
+pytestmark = pytest.mark.stack
+
+
+def _create(env: ActivityEnvironment, kind: Any, fields: dict[str, Any], **filters: str) -> KeystoneObject:
+    name = filters.pop("name", None)
+    return env.run(
+        keystone.create, Create(kind=kind, fields=fields, find=Find(kind=kind, name=name, filters=filters))
+    )
+
+
+def test_find_is_exact_on_names_that_prefix_match_or_differ_in_case(
+    env: ActivityEnvironment, test_domain: str, unique: str
+) -> None:
+    wanted = _create(env, "project", {"name": f"px-{unique}", "domain_id": test_domain}, name=f"px-{unique}")
+    _create(env, "project", {"name": f"px-{unique}-b", "domain_id": test_domain}, name=f"px-{unique}-b")
+
+    def find(name: str) -> list[KeystoneObject]:
+        return env.run(keystone.find, Find(kind="project", name=name, filters={"domain_id": test_domain}))
+
+    assert [o.id for o in find(f"px-{unique}")] == [wanted.id]
+    assert find(f"px-{unique[:4]}") == []  # a prefix is not a match
+    assert find(f"PX-{unique}") == []  # MariaDB compares names case-insensitively; we do not
+    assert find(f"px-{unique}")[0].fields["domain_id"] == test_domain
+
+
+def test_find_treats_regex_characters_and_commas_literally(
+    env: ActivityEnvironment, cleanup: Cleanup, unique: str
+) -> None:
+    stype = f"vol.v3,{unique}"
+    dotted = _create(
+        env, "service", {"name": f"cin.der,{unique}", "type": stype}, name=f"cin.der,{unique}", type=stype
+    )
+    cleanup.add("service", dotted.id)
+    lookalike = _create(
+        env, "service", {"name": f"cinXder,{unique}", "type": stype}, name=f"cinXder,{unique}", type=stype
+    )
+    cleanup.add("service", lookalike.id)
+
+    found = env.run(keystone.find, Find(kind="service", name=f"cin.der,{unique}", filters={"type": stype}))
+    assert [o.id for o in found] == [dotted.id]
+    assert (
+        env.run(keystone.find, Find(kind="service", name=f"cin.der,{unique}", filters={"type": "vol.v3"}))
+        == []
+    )
+    both = env.run(keystone.find, Find(kind="service", filters={"type": stype}))
+    assert [o.id for o in both] == sorted([dotted.id, lookalike.id])
+
+
+def test_find_rejects_a_filter_keystone_cannot_apply(env: ActivityEnvironment) -> None:
+    with pytest.raises(ApplicationError) as err:
+        env.run(keystone.find, Find(kind="service", filters={"url": "http://x"}))
+    assert err.value.type == INVALID and err.value.non_retryable
+
+
+def test_create_twice_never_duplicates_service_or_endpoint(
+    env: ActivityEnvironment, admin: openstack.connection.Connection, cleanup: Cleanup, unique: str
+) -> None:
+    name, stype = f"svc-{unique}", f"type-{unique}"
+    service_request = Create(
+        kind="service",
+        fields={"name": name, "type": stype, "description": "d"},
+        find=Find(kind="service", name=name, filters={"type": stype}),
+    )
+    first = env.run(keystone.create, service_request)
+    cleanup.add("service", first.id)
+    again = env.run(keystone.create, service_request)  # a retry after a worker crash
+    assert again.id == first.id
+    assert [s.id for s in admin.identity.services(name=name, type=stype)] == [first.id]
+
+    region = _create(env, "region", {"id": f"Region-{unique}"}, name=f"Region-{unique}")
+    cleanup.add("region", region.id)
+    assert region.id == f"Region-{unique}"
+    assert _create(env, "region", {"id": f"Region-{unique}"}, name=f"Region-{unique}").id == region.id
+
+    filters = {"service_id": first.id, "region_id": region.id, "interface": "public"}
+    endpoint_request = Create(
+        kind="endpoint", fields={**filters, "url": "http://a/v3"}, find=Find(kind="endpoint", filters=filters)
+    )
+    endpoint = env.run(keystone.create, endpoint_request)
+    cleanup.add("endpoint", endpoint.id)
+    assert env.run(keystone.create, endpoint_request).id == endpoint.id
+    listed = list(admin.identity.endpoints(service_id=first.id, region_id=region.id, interface="public"))
+    assert [e.id for e in listed] == [endpoint.id]
+    assert endpoint.fields["url"] == "http://a/v3"
+
+
+def test_find_returns_every_duplicate_endpoint_and_create_adopts_the_lowest(
+    env: ActivityEnvironment, admin: openstack.connection.Connection, cleanup: Cleanup, unique: str
+) -> None:
+    service = admin.identity.create_service(name=f"dup-{unique}", type=f"dup-{unique}")
+    cleanup.add("service", service.id)
+    twins = [
+        admin.identity.create_endpoint(
+            service_id=service.id, interface="internal", url=f"http://twin{i}", region_id="RegionOne"
+        )
+        for i in range(2)
+    ]
+    for twin in twins:
+        cleanup.add("endpoint", twin.id)
+    filters = {"service_id": service.id, "region_id": "RegionOne", "interface": "internal"}
+
+    found = env.run(keystone.find, Find(kind="endpoint", filters=filters))
+    assert [o.id for o in found] == sorted(t.id for t in twins)
+    adopted = env.run(
+        keystone.create,
+        Create(
+            kind="endpoint",
+            fields={**filters, "url": "http://new"},
+            find=Find(kind="endpoint", filters=filters),
+        ),
+    )
+    assert adopted.id == min(t.id for t in twins)
+    assert len(list(admin.identity.endpoints(service_id=service.id))) == 2
+
+
+def test_create_that_loses_a_race_adopts_the_winner_on_409(
+    env: ActivityEnvironment,
+    admin: openstack.connection.Connection,
+    monkeypatch: pytest.MonkeyPatch,
+    unique: str,
+) -> None:
+    name = f"race-{unique}"
+    winner = admin.identity.create_domain(name=name, enabled=False)
+    try:
+        real_find = keystone._find
+        calls = []
+
+        def first_lookup_misses(conn: Any, find: Find) -> list[KeystoneObject]:
+            calls.append(find)
+            return [] if len(calls) == 1 else real_find(conn, find)  # the winner commits after our lookup
+
+        monkeypatch.setattr(keystone, "_find", first_lookup_misses)
+        adopted = _create(env, "domain", {"name": name, "enabled": False}, name=name)
+        assert adopted.id == winner.id
+        assert len(calls) == 2  # lookup, Keystone's real 409, lookup again
+        assert [d.id for d in admin.identity.domains(name=name)] == [winner.id]
+    finally:
+        admin.identity.delete_domain(winner.id, ignore_missing=True)
+
+
+def test_409_without_an_exact_match_is_a_conflict_error(
+    env: ActivityEnvironment, test_domain: str, unique: str
+) -> None:
+    _create(
+        env,
+        "group",
+        {"name": f"grp-{unique}", "domain_id": test_domain},
+        name=f"grp-{unique}",
+        domain_id=test_domain,
+    )
+    with pytest.raises(ApplicationError) as err:  # differs only in case: Keystone (MariaDB) says 409
+        _create(
+            env,
+            "group",
+            {"name": f"GRP-{unique}", "domain_id": test_domain},
+            name=f"GRP-{unique}",
+            domain_id=test_domain,
+        )
+    assert err.value.type == CONFLICT and err.value.non_retryable
+    assert f"GRP-{unique}" in str(err.value)
+
+
+def test_update_patches_only_the_given_fields_and_keeps_the_id(
+    env: ActivityEnvironment, admin: openstack.connection.Connection, test_domain: str, unique: str
+) -> None:
+    user = _create(
+        env,
+        "user",
+        {"name": f"u-{unique}", "domain_id": test_domain, "description": "old", "email": "a@example.org"},
+        name=f"u-{unique}",
+        domain_id=test_domain,
+    )
+    updated = env.run(
+        keystone.update, Update(kind="user", id=user.id, fields={"description": "new", "enabled": False})
+    )
+    assert updated.id == user.id
+    fetched = admin.identity.get_user(user.id)
+    assert (fetched.description, fetched.is_enabled, fetched.email) == ("new", False, "a@example.org")
+    assert updated.fields["description"] == "new" and updated.fields["enabled"] is False
+
+
+def test_update_of_a_missing_object_is_not_found(env: ActivityEnvironment, unique: str) -> None:
+    with pytest.raises(ApplicationError) as err:
+        env.run(keystone.update, Update(kind="role", id=f"missing{unique}", fields={"description": "x"}))
+    assert err.value.type == NOT_FOUND
+
+
+def test_fields_outside_the_contract_are_rejected_before_any_call(
+    env: ActivityEnvironment, test_domain: str
+) -> None:
+    with pytest.raises(ApplicationError) as err:
+        _create(
+            env,
+            "user",
+            {"name": "x", "domain_id": test_domain, "password": "nope"},
+            name="x",
+            domain_id=test_domain,
+        )
+    assert err.value.type == INVALID and "nope" not in str(err.value)
+
+
+def test_delete_twice_reports_deleted_then_already_gone(
+    env: ActivityEnvironment, admin: openstack.connection.Connection, unique: str
+) -> None:
+    role = _create(env, "role", {"name": f"role-{unique}", "description": "temp"}, name=f"role-{unique}")
+    assert env.run(keystone.delete, Delete(kind="role", id=role.id)) is True
+    assert env.run(keystone.delete, Delete(kind="role", id=role.id)) is False
+    assert list(admin.identity.roles(name=f"role-{unique}")) == []
