@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 # --- durations -------------------------------------------------------------------------------------------
@@ -72,6 +72,17 @@ class DeletionPolicy(StrEnum):
 
 # --- conditions (metav1.Condition) ----------------------------------------------------------------------
 
+
+def _rfc3339_seconds(value: datetime) -> str:
+    # metav1.Time is RFC 3339 with second precision; UTC is written with Z.
+    if value.utcoffset() in (None, timedelta(0)):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.replace(microsecond=0).isoformat()
+
+
+# A timestamp as Kubernetes writes one (metav1.Time).
+K8sTime = Annotated[datetime, PlainSerializer(_rfc3339_seconds, return_type=str, when_used="json")]
+
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -106,21 +117,12 @@ class Condition(StatusModel):
     message: str = Field(
         max_length=32768, description="Human-readable detail: what happened and what to fix."
     )
-    last_transition_time: datetime = Field(
+    last_transition_time: K8sTime = Field(
         description="When status last changed (not when it was last checked)."
     )
     observed_generation: int | None = Field(
         default=None, ge=0, description="metadata.generation the condition was computed for."
     )
-
-    @field_serializer("last_transition_time")
-    def _rfc3339_seconds(self, value: datetime) -> str:
-        # metav1.Time is RFC 3339 with second precision in UTC.
-        return (
-            value.strftime("%Y-%m-%dT%H:%M:%SZ")
-            if value.utcoffset() in (None, timedelta(0))
-            else value.isoformat()
-        )
 
 
 def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
@@ -202,3 +204,35 @@ class DomainScopedName(CamelModel):
 
 class ProjectRef(DomainScopedName):
     """A Keystone project by name and domain name."""
+
+
+# --- cloud kinds (Volume, LoadBalancer, Server) ---------------------------------------------------------
+
+PROJECT_IMMUTABLE_MESSAGE = (
+    "spec.project cannot change: the object lives in its project; create a new resource"
+)
+
+
+class CloudSpec(CommonSpec):
+    """Fields every cloud kind has: the Keystone project its OpenStack objects live in."""
+
+    project: ProjectRef = Field(
+        description="Keystone project (by name and domain) the object lives in; every call is scoped to it. "
+        "Immutable.",
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": PROJECT_IMMUTABLE_MESSAGE}]
+        },
+    )
+
+
+class CloudStatus(StatusModel):
+    """Observed state written by the controller through the status subresource."""
+
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation last reconciled."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Available (Provisioning | Provisioned | Errored | Deprovisioning) with a user-safe message.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )

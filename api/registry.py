@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from api import keystone
+from api import cinder, keystone, nova, octavia
 from api.common import CamelModel, StatusModel
 
 READY = "Ready"  # readiness condition of the Keystone kinds
@@ -134,7 +134,72 @@ IDENTITY_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-CLOUD_KINDS: tuple[KindInfo, ...] = ()
+
+def _cloud(
+    kind: str,
+    group: str,
+    spec: type[CamelModel],
+    status: type[StatusModel],
+    id_field: str,
+    short: str,
+    category: str,
+    extra_columns: tuple[PrinterColumn, ...],
+) -> KindInfo:
+    return KindInfo(
+        kind=kind,
+        group=group,
+        version="v1alpha1",
+        plural=kind.lower() + "s",
+        singular=kind.lower(),
+        short_names=(short,),
+        categories=(category, "osprov"),
+        spec_model=spec,
+        status_model=status,
+        id_field=id_field,
+        ready_condition=AVAILABLE,
+        extra_columns=extra_columns,
+    )
+
+
+CLOUD_KINDS: tuple[KindInfo, ...] = (
+    _cloud(
+        "Volume",
+        cinder.CINDER_GROUP,
+        cinder.VolumeSpec,
+        cinder.VolumeStatus,
+        "volumeID",
+        "osvol",
+        "cinder",
+        (PrinterColumn("Size", "integer", ".spec.size", "Size in GiB"),),
+    ),
+    _cloud(
+        "LoadBalancer",
+        octavia.OCTAVIA_GROUP,
+        octavia.LoadBalancerSpec,
+        octavia.LoadBalancerStatus,
+        "loadBalancerID",
+        "oslb",
+        "octavia",
+        (
+            PrinterColumn("VIP", "string", ".status.vipAddress", "VIP address"),
+            PrinterColumn("Public IP", "string", ".status.publicIP", "Floating IP on the VIP"),
+        ),
+    ),
+    _cloud(
+        "Server",
+        nova.NOVA_GROUP,
+        nova.ServerSpec,
+        nova.ServerStatus,
+        "serverID",
+        "ossrv",
+        "nova",
+        (
+            PrinterColumn("Phase", "string", ".status.phase"),
+            PrinterColumn("Healthy", "string", f'.status.conditions[?(@.type=="{nova.HEALTHY}")].status'),
+            PrinterColumn("Image", "string", ".spec.imageID", "Desired image", priority=1),
+        ),
+    ),
+)
 
 ALL_KINDS: tuple[KindInfo, ...] = IDENTITY_KINDS + CLOUD_KINDS
 KINDS: dict[str, KindInfo] = {info.kind: info for info in ALL_KINDS}

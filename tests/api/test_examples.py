@@ -57,6 +57,9 @@ def test_example_resources_are_valid(path: Path) -> None:
             assert ref["key"] in secrets[ref["name"]]["stringData"], (
                 "the User names a Secret in the same file"
             )
+        if doc["kind"] == "Server":
+            volumes = {d["metadata"]["name"] for d in docs if d["kind"] == "Volume"}
+            assert {v["volume"] for v in doc["spec"].get("volumes", [])} <= volumes
         if doc["kind"] == "Domain":
             assert doc["spec"]["name"] != "Default", "Default always exists and is never rendered"
 

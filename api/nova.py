@@ -1,0 +1,152 @@
+"""Server (nova.osh.openstack.org/v1alpha1): a Nova server, its health, volume attachments and image rebuilds.
+
+Contracts: ../shared/spec/rebuild.md and volumes.md ("Server attachments"). Changing spec.imageID on a booted
+server rebuilds it (at most once per target image); keypair and userData are create-time parameters: a change
+takes effect only when the server is replaced, never on rebuild. Resizing is not supported, so the flavor is
+immutable.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
+
+NOVA_GROUP = "nova.osh.openstack.org"
+HEALTHY = "Healthy"  # the Server's second condition type, next to Available
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+DEVICE_PATTERN = r"^/dev/[a-z0-9]+$"
+FLAVOR_IMMUTABLE_MESSAGE = "spec.flavor cannot change: resizing is not supported; replace the Server"
+
+
+class HealthyReason(StrEnum):
+    """Reasons of the Healthy condition (rebuild.md, health mapping)."""
+
+    HEALTHY = "Healthy"  # ACTIVE
+    ERRORED = "Errored"  # ERROR
+    PROVISIONING = "Provisioning"  # BUILD, REBUILD
+    UNKNOWN = "Unknown"  # UNKNOWN
+    DEGRADED = "Degraded"  # any other Nova status
+
+
+class ServerPhase(StrEnum):
+    PENDING = "Pending"  # not created yet
+    BUILDING = "Building"  # BUILD, REBUILD, or a rebuild just accepted
+    RUNNING = "Running"  # ACTIVE
+    STOPPED = "Stopped"  # SHUTOFF
+    ERROR = "Error"  # ERROR
+    DELETING = "Deleting"
+    UNKNOWN = "Unknown"  # any other Nova status
+
+
+class RebuildState(StrEnum):
+    """Forward-only: Initiated < Rebuilding < Succeeded = Failed."""
+
+    INITIATED = "Initiated"
+    REBUILDING = "Rebuilding"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class ServerNetwork(CamelModel):
+    network_id: str = Field(
+        alias="networkID", min_length=1, max_length=255, description="Neutron network ID."
+    )
+
+
+class ServerVolume(CamelModel):
+    volume: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of a Volume resource in this namespace (same project) to attach.",
+    )
+    device: str | None = Field(
+        default=None,
+        pattern=DEVICE_PATTERN,
+        description="Requested guest device, e.g. /dev/vdb; unset: Nova picks.",
+    )
+
+
+class ServerSpec(CloudSpec):
+    """A Nova server named server-{metadata.uid} in spec.project."""
+
+    flavor: str = Field(
+        min_length=1,
+        max_length=255,
+        description="Nova flavor name or ID. Immutable.",
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": FLAVOR_IMMUTABLE_MESSAGE}]
+        },
+    )
+    image_id: str = Field(
+        alias="imageID",
+        min_length=1,
+        max_length=255,
+        description="Glance image ID. Changing it on a server that has booted rebuilds the server in place "
+        "(same UUID, ports and volumes; the root disk is recreated).",
+    )
+    networks: list[ServerNetwork] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Networks to attach, in order; empty: Nova's automatic choice.",
+    )
+    keypair: str | None = Field(
+        default=None, max_length=255, description="Nova keypair name; create-time only (kept on rebuild)."
+    )
+    user_data: str | None = Field(
+        default=None,
+        max_length=65535,
+        description="cloud-init user data; create-time only: a change takes effect when the server is replaced, "
+        "never on rebuild.",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="User tags, written to Nova metadata under a namespaced prefix; the controller's own linkage "
+        "keys are written last, so a tag can never override them.",
+        json_schema_extra={"maxProperties": 32},
+    )
+    volumes: list[ServerVolume] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Volume resources to attach (no multi-attach: a volume attached elsewhere is a conflict).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["volume"]},
+    )
+
+
+class RebuildMarker(StatusModel):
+    """The workflow's write-ahead rebuild intent, mirrored for users; the workflow never reads it back."""
+
+    target_image_id: str = Field(alias="targetImageID", description="Image the rebuild converges toward.")
+    state: RebuildState = Field(description="Initiated | Rebuilding | Succeeded | Failed.")
+
+
+class ServerVolumeStatus(StatusModel):
+    name: str = Field(description="Name of the Volume resource.")
+    device: str | None = Field(default=None, description="Guest device Nova reports for the attachment.")
+    message: str | None = Field(default=None, description="Why the volume is not attached (user-safe).")
+
+
+class ServerStatus(CloudStatus):
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Available (Provisioning | Provisioned | Errored | Deprovisioning) and Healthy "
+        "(Healthy | Errored | Provisioning | Unknown | Degraded), with user-safe messages.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    phase: ServerPhase | None = Field(
+        default=None, description="Pending | Building | Running | Stopped | Error | Deleting | Unknown."
+    )
+    launched_at: K8sTime | None = Field(
+        default=None, description="When Nova first booted the server (write-once latch of launched_at)."
+    )
+    mac_address: str | None = Field(default=None, description="MAC address of the first port, once ACTIVE.")
+    rebuild: RebuildMarker | None = Field(default=None, description="Pending image rebuild, if any.")
+    volumes: list[ServerVolumeStatus] = Field(
+        default_factory=list,
+        description="Attachment status per Volume resource.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    server_id: str | None = Field(default=None, alias="serverID", description="ID of the Nova server.")
