@@ -1,0 +1,20 @@
+"""Every activity the worker registers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities import keystone, kube
+
+KEYSTONE: list[Any] = [
+    keystone.find,
+    keystone.create,
+    keystone.update,
+    keystone.delete,
+    keystone.check_grant,
+    keystone.put_grant,
+    keystone.revoke_grant,
+    keystone.probe_password,
+    keystone.set_password,
+]
+ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE]

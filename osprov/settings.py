@@ -1,0 +1,33 @@
+"""Process settings from the environment (12-factor): one place that names every variable.
+
+docker-compose.yml, deploy/ and the local stack's env file set exactly these names.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env(name: str, default: str) -> str:
+    value = os.environ.get(name, "").strip()
+    return value or default
+
+
+def _list(name: str, default: str) -> list[str]:
+    return [v.strip() for v in _env(name, default).split(",") if v.strip()]
+
+
+@dataclass(frozen=True)
+class Settings:
+    temporal_address: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_ADDRESS", "localhost:7233"))
+    temporal_namespace: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_NAMESPACE", "default"))
+    task_queue: str = field(default_factory=lambda: _env("OSPROV_TASK_QUEUE", "osprov"))
+    # Kubernetes namespaces the bridge watches (the controller reads only these: see the security model).
+    namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_NAMESPACES", "default"))
+    kinds: list[str] = field(default_factory=lambda: _list("OSPROV_KINDS", ""))  # empty: every kind
+    keystone_name: str = field(default_factory=lambda: _env("OSPROV_KEYSTONE_NAME", "keystone"))
+    resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
+    activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
+    metrics_port: int = field(default_factory=lambda: int(_env("OSPROV_METRICS_PORT", "0")))
+    log_level: str = field(default_factory=lambda: _env("OSPROV_LOG_LEVEL", "INFO"))

@@ -1,0 +1,64 @@
+"""`osprov worker`: runs every kind's workflow and every activity on one task queue.
+
+Sync activities (openstacksdk, kubernetes) run in a bounded thread pool sized for the machine;
+SIGTERM drains: in-flight activities get a grace period, workflows resume on another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from osprov import logs
+from osprov.settings import Settings
+from osprov.temporal import connect
+from worker.interceptor import LogContextInterceptor
+
+
+def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecutor) -> Worker:
+    from activities.all import ACTIVITIES
+    from workflows.all import WORKFLOWS
+
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        activity_executor=executor,
+        max_concurrent_activities=settings.activity_threads,
+        interceptors=[LogContextInterceptor()],
+        graceful_shutdown_timeout=timedelta(seconds=20),
+    )
+
+
+async def run(settings: Settings) -> None:
+    log = logs.log("osprov.worker")
+    client = await connect(settings)
+    with ThreadPoolExecutor(max_workers=settings.activity_threads, thread_name_prefix="activity") as executor:
+        worker = build_worker(client, settings, executor)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        log.info("worker started", task_queue=settings.task_queue, temporal=settings.temporal_address)
+        async with worker:
+            await stop.wait()
+            log.info("worker stopping: draining in-flight activities")
+    log.info("worker stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = Settings()
+    logs.configure(settings.log_level, component="worker")
+    asyncio.run(run(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
