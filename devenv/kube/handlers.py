@@ -348,8 +348,11 @@ class Handlers:
         if t.name:  # legacy single-object watch
             selector = selector_from_query(query.get("labelSelector", ""), f"metadata.name={t.name}")
         rv_param = query.get("resourceVersion", "")
+        # sendInitialEvents (watch-list, used by client-go reflectors and so by `kubectl wait`): the current
+        # state as ADDED events, then a bookmark annotated k8s.io/initial-events-end, then live events.
+        initial_events = query.get("sendInitialEvents", "").lower() in ("1", "true")
         try:
-            since = None if rv_param in ("", "0") else int(rv_param)
+            since = None if rv_param in ("", "0") or initial_events else int(rv_param)
         except ValueError:
             raise bad_request(f"invalid resourceVersion {rv_param!r}") from None
         timeout = float(query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT_S) or DEFAULT_WATCH_TIMEOUT_S)
@@ -360,6 +363,10 @@ class Handlers:
         response.enable_chunked_encoding()
         try:
             state.start_watch(watcher, since)
+            if initial_events:
+                mark = self._bookmark(t)
+                mark["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+                watcher.queue.put_nowait(("BOOKMARK", mark))
         except ApiError as err:
             await response.prepare(request)
             await response.write(encode_event("ERROR", err.status()))
@@ -389,12 +396,7 @@ class Handlers:
             except TimeoutError:
                 if bookmarks and watcher.queue.empty():
                     # Everything up to the current RV has been delivered: safe to advertise it.
-                    mark = {
-                        "kind": t.rtype.kind,
-                        "apiVersion": t.rtype.api_version(t.version),
-                        "metadata": {"resourceVersion": str(self.store.rv)},
-                    }
-                    await response.write(encode_event("BOOKMARK", mark))
+                    await response.write(encode_event("BOOKMARK", self._bookmark(t)))
                 continue
             chunk = b""
             cut = False
@@ -410,6 +412,13 @@ class Handlers:
             if cut:
                 break
         await response.write_eof()
+
+    def _bookmark(self, t: Target) -> dict[str, Any]:
+        return {
+            "kind": t.rtype.kind,
+            "apiVersion": t.rtype.api_version(t.version),
+            "metadata": {"resourceVersion": str(self.store.rv)},
+        }
 
     # ---------------------------------------------------------------------------------------- admin
     async def faults(self, request: web.Request) -> web.Response:
