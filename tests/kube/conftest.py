@@ -1,0 +1,75 @@
+"""Fixtures for the kube emulator's conformance tests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from devenv.kube.testing import RunningEmulator, kube_emulator, run_emulator
+
+__all__ = ["kube_emulator"]
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GROUP, VERSION, PLURAL = "test.osprov.dev", "v1", "widgets"
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
+    """One emulator (with the Widget CRD) per test module; tests use their own namespaces."""
+    with run_emulator(tmp_path_factory.mktemp("kube"), crds_dirs=[FIXTURES / "crds"]) as running:
+        yield running
+
+
+@pytest.fixture
+def api(emulator: RunningEmulator) -> Iterator[client.ApiClient]:
+    with emulator.api_client() as api_client:
+        yield api_client
+
+
+@pytest.fixture
+def namespace(api: client.ApiClient) -> str:
+    name = f"ns-{next(_names)}-{int(time.time() * 1000) % 100000}"
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    return name
+
+
+def widget(name: str, **spec: Any) -> dict[str, Any]:
+    body_spec = {"name": name}
+    body_spec.update(spec)
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": body_spec,
+    }
+
+
+def status_of(exc: client.ApiException) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(exc.body)
+    return body
+
+
+def raw_watch(
+    url: str, path: str, params: dict[str, str], count: int, deadline_s: float = 10.0
+) -> list[dict[str, Any]]:
+    """Read up to `count` watch events (stopping early when the server ends the stream)."""
+    query = urllib.parse.urlencode({"watch": "true", **params})
+    events: list[dict[str, Any]] = []
+    end = time.monotonic() + deadline_s
+    with urllib.request.urlopen(f"{url}{path}?{query}", timeout=deadline_s) as response:
+        while len(events) < count and time.monotonic() < end:
+            line = response.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+    return events
