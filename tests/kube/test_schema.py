@@ -1,0 +1,167 @@
+"""Structural schema (defaults, pruning, validation) and CEL rules, answered like a real apiserver."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from devenv.kube.testing import RunningEmulator
+
+from .conftest import GROUP, PLURAL, VERSION, status_of, widget
+
+
+def _invalid(exc: pytest.ExceptionInfo[client.ApiException]) -> dict[str, str]:
+    status = status_of(exc.value)
+    assert exc.value.status == 422 and status["reason"] == "Invalid"
+    return {c["field"]: c["message"] for c in status["details"]["causes"]}
+
+
+def test_defaults_are_applied_and_unknown_fields_pruned(api: client.ApiClient, namespace: str) -> None:
+    crs = client.CustomObjectsApi(api)
+    body = widget("a", bogus=1, extra={"anything": {"goes": [1, 2]}})
+    body["topLevelJunk"] = True
+    created = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    assert created["spec"]["size"] == 1 and created["spec"]["mode"] == "safe"
+    assert "bogus" not in created["spec"] and "topLevelJunk" not in created
+    assert created["spec"]["extra"] == {"anything": {"goes": [1, 2]}}  # x-kubernetes-preserve-unknown-fields
+
+
+def test_schema_violations_are_422_with_field_causes(api: client.ApiClient, namespace: str) -> None:
+    crs = client.CustomObjectsApi(api)
+    bad = widget("Bad_Name", size=11, mode="slow", tags=["a", "b", "c", "d"])
+    with pytest.raises(client.ApiException) as exc:
+        crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, bad)
+    causes = _invalid(exc)
+    assert "should match" in causes["spec.name"]
+    assert causes["spec.size"] == "Invalid value: 11: spec.size in body should be less than or equal to 10"
+    assert causes["spec.mode"] == 'Unsupported value: "slow": supported values: "fast", "safe"'
+    assert "must have at most 3 items" in causes["spec.tags"]
+    assert 'Widget.test.osprov.dev "Bad_Name" is invalid: [' in status_of(exc.value)["message"]
+    with pytest.raises(client.ApiException) as exc:
+        crs.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Widget",
+                "metadata": {"name": "b"},
+                "spec": {"size": "big"},
+            },
+        )
+    causes = _invalid(exc)
+    assert causes["spec.name"] == "Required value"
+    assert (
+        causes["spec.size"] == 'Invalid value: "string": spec.size in body must be of type integer: "string"'
+    )
+
+
+def test_cel_rule_with_message_expression(api: client.ApiClient, namespace: str) -> None:
+    crs = client.CustomObjectsApi(api)
+    with pytest.raises(client.ApiException) as exc:
+        crs.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, widget("a", left="l", right="r")
+        )
+    assert _invalid(exc) == {
+        "spec": 'Invalid value: "object": only one of left or right may be set, not both (name a)'
+    }
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a", left="l"))
+
+
+def test_cel_transition_rule_applies_only_on_update(api: client.ApiClient, namespace: str) -> None:
+    crs = client.CustomObjectsApi(api)
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a", key="one"))
+    crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a", {"spec": {"size": 3}})
+    with pytest.raises(client.ApiException) as exc:
+        crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a", {"spec": {"key": "two"}})
+    assert _invalid(exc) == {"spec.key": 'Invalid value: "string": key is immutable'}
+    # Setting the key for the first time on update has no oldSelf to compare with: allowed.
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("b"))
+    crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "b", {"spec": {"key": "late"}})
+
+
+def test_status_is_validated_against_the_schema(api: client.ApiClient, namespace: str) -> None:
+    crs = client.CustomObjectsApi(api)
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
+    with pytest.raises(client.ApiException) as exc:
+        crs.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            "a",
+            {"status": {"conditions": [{"type": "Ready", "status": "Yes"}]}},
+        )
+    assert "status.conditions[0].status" in _invalid(exc)
+
+
+def test_crd_created_through_the_api_is_served_and_its_deletion_removes_objects(
+    kube_emulator: RunningEmulator,
+) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.test.osprov.dev"},
+        "spec": {
+            "group": "test.osprov.dev",
+            "scope": "Cluster",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "x-kubernetes-validations": [{"rule": "self.x > 0"}],
+                                    "properties": {"x": {"type": "integer"}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    with kube_emulator.api_client() as api:
+        ext = client.ApiextensionsV1Api(api)
+        created = ext.create_custom_resource_definition(crd)
+        assert {c.type: c.status for c in created.status.conditions}["Established"] == "True"
+        crs = client.CustomObjectsApi(api)
+        crs.create_cluster_custom_object(
+            "test.osprov.dev",
+            "v1",
+            "gadgets",
+            {
+                "apiVersion": "test.osprov.dev/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g"},
+                "spec": {"x": 1},
+            },
+        )
+        with pytest.raises(client.ApiException) as exc:
+            crs.create_cluster_custom_object(
+                "test.osprov.dev",
+                "v1",
+                "gadgets",
+                {
+                    "apiVersion": "test.osprov.dev/v1",
+                    "kind": "Gadget",
+                    "metadata": {"name": "h"},
+                    "spec": {"x": 0},
+                },
+            )
+        assert _invalid(exc) == {"spec": 'Invalid value: "object": failed rule: self.x > 0'}
+        broken = {**crd, "metadata": {"name": "bad.test.osprov.dev"}}
+        with pytest.raises(client.ApiException) as exc:
+            ext.create_custom_resource_definition(broken)
+        assert exc.value.status == 422
+        ext.delete_custom_resource_definition("gadgets.test.osprov.dev")
+        with pytest.raises(client.ApiException) as exc:
+            crs.list_cluster_custom_object("test.osprov.dev", "v1", "gadgets")
+        assert exc.value.status == 404
