@@ -39,7 +39,7 @@ def api(emulator: RunningEmulator) -> Iterator[client.ApiClient]:
 @pytest.fixture
 def namespace(api: client.ApiClient) -> str:
     name = f"ns-{next(_names)}-{int(time.time() * 1000) % 100000}"
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    core_v1(api).create_namespace({"metadata": {"name": name}})
     return name
 
 
@@ -55,7 +55,7 @@ def widget(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def status_of(exc: client.ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
+    body: dict[str, Any] = json.loads(exc.body or "{}")
     return body
 
 
@@ -73,3 +73,13 @@ def raw_watch(
                 break
             events.append(json.loads(line))
     return events
+
+
+def custom_objects(api: client.ApiClient) -> Any:
+    """CustomObjectsApi, typed Any: its methods return `object` and tests read the JSON they carry."""
+    return client.CustomObjectsApi(api)
+
+
+def core_v1(api: client.ApiClient) -> Any:
+    """CoreV1Api, typed Any so tests may pass plain dict bodies as the apiserver accepts them."""
+    return client.CoreV1Api(api)

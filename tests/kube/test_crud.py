@@ -8,11 +8,11 @@ import json
 import pytest
 from kubernetes import client
 
-from .conftest import GROUP, PLURAL, VERSION, status_of, widget
+from .conftest import GROUP, PLURAL, VERSION, core_v1, custom_objects, status_of, widget
 
 
 def test_create_answers_201_with_server_set_metadata(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     body, code, _ = crs.create_namespaced_custom_object_with_http_info(
         GROUP, VERSION, namespace, PLURAL, widget("a")
     )
@@ -28,7 +28,7 @@ def test_create_answers_201_with_server_set_metadata(api: client.ApiClient, name
 def test_resource_versions_strictly_increase_and_list_carries_one(
     api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     rvs = [
         int(
             crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget(f"w{i}"))[
@@ -37,7 +37,7 @@ def test_resource_versions_strictly_increase_and_list_carries_one(
         )
         for i in range(3)
     ]
-    core = client.CoreV1Api(api)
+    core = core_v1(api)
     secret = core.create_namespaced_secret(namespace, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
     rvs.append(int(secret.metadata.resource_version))
     assert rvs == sorted(rvs) and len(set(rvs)) == 4
@@ -48,7 +48,7 @@ def test_resource_versions_strictly_increase_and_list_carries_one(
 
 def test_get_missing_is_404_status(api: client.ApiClient, namespace: str) -> None:
     with pytest.raises(client.ApiException) as exc:
-        client.CustomObjectsApi(api).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "nope")
+        custom_objects(api).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "nope")
     status = status_of(exc.value)
     assert exc.value.status == 404
     assert status["kind"] == "Status" and status["reason"] == "NotFound" and status["code"] == 404
@@ -57,14 +57,12 @@ def test_get_missing_is_404_status(api: client.ApiClient, namespace: str) -> Non
 
 def test_create_in_missing_namespace_is_404(api: client.ApiClient) -> None:
     with pytest.raises(client.ApiException) as exc:
-        client.CustomObjectsApi(api).create_namespaced_custom_object(
-            GROUP, VERSION, "no-such-ns", PLURAL, widget("a")
-        )
+        custom_objects(api).create_namespaced_custom_object(GROUP, VERSION, "no-such-ns", PLURAL, widget("a"))
     assert exc.value.status == 404 and 'namespaces "no-such-ns" not found' in status_of(exc.value)["message"]
 
 
 def test_replace_with_stale_resource_version_conflicts(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     first = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     first["spec"]["size"] = 2
     second = crs.replace_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a", first)
@@ -77,7 +75,7 @@ def test_replace_with_stale_resource_version_conflicts(api: client.ApiClient, na
 
 
 def test_status_subresource_is_split_from_the_main_resource(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     created = crs.create_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, {**widget("a"), "status": {"observedGeneration": 9}}
     )
@@ -97,7 +95,7 @@ def test_status_subresource_is_split_from_the_main_resource(api: client.ApiClien
 def test_generation_ignores_metadata_changes_and_noop_writes_keep_the_resource_version(
     api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     created = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     labelled = crs.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, "a", {"metadata": {"labels": {"x": "y"}}}
@@ -113,7 +111,7 @@ def test_generation_ignores_metadata_changes_and_noop_writes_keep_the_resource_v
 def test_merge_patch_with_uid_or_resource_version_is_a_precondition(
     api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     created = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     uid = created["metadata"]["uid"]
     for patch in (
@@ -143,15 +141,14 @@ def _raw_patch(api: client.ApiClient, path: str, body: object, content_type: str
     """PATCH with an explicit content type (the typed client always picks its own)."""
     headers = {"Content-Type": content_type, "Accept": "application/json"}
     response = api.call_api("PATCH", api.configuration.host + path, header_params=headers, body=body)
-    response.read()
-    payload = json.loads(response.data)
+    payload = json.loads(response.read() or b"{}")
     return response.status, payload.get("reason", "") if payload.get("kind") == "Status" else ""
 
 
 def test_json_patch_failed_test_is_422_and_strategic_merge_on_a_cr_is_415(
     api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}/a"
     assert _raw_patch(
@@ -177,7 +174,7 @@ def test_json_patch_failed_test_is_422_and_strategic_merge_on_a_cr_is_415(
 
 
 def test_finalizers_hold_deletion_and_block_new_finalizers(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(
         GROUP,
         VERSION,
@@ -206,7 +203,7 @@ def test_finalizers_hold_deletion_and_block_new_finalizers(api: client.ApiClient
 def test_secret_string_data_is_merged_into_base64_data_and_type_defaulted(
     api: client.ApiClient, namespace: str
 ) -> None:
-    core = client.CoreV1Api(api)
+    core = core_v1(api)
     body = {
         "metadata": {"name": "creds"},
         "data": {"a": base64.b64encode(b"old").decode(), "b": base64.b64encode(b"kept").decode()},
@@ -223,7 +220,7 @@ def test_secret_string_data_is_merged_into_base64_data_and_type_defaulted(
 
 
 def test_deleting_a_namespace_removes_its_content(api: client.ApiClient, namespace: str) -> None:
-    crs, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    crs, core = custom_objects(api), core_v1(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     core.delete_namespace(namespace)
     assert crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"] == []
@@ -233,7 +230,7 @@ def test_deleting_a_namespace_removes_its_content(api: client.ApiClient, namespa
 
 
 def test_label_and_field_selectors_filter_lists(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     for name, tier in (("a", "web"), ("b", "db"), ("c", "web")):
         crs.create_namespaced_custom_object(
             GROUP,
@@ -258,7 +255,7 @@ def test_label_and_field_selectors_filter_lists(api: client.ApiClient, namespace
 
 
 def test_list_pagination_with_limit_and_continue(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     for i in range(5):
         crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget(f"p{i}"))
     page = crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, limit=2)

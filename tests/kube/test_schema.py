@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator
 
-from .conftest import GROUP, PLURAL, VERSION, status_of, widget
+from .conftest import GROUP, PLURAL, VERSION, custom_objects, status_of, widget
 
 
 def _invalid(exc: pytest.ExceptionInfo[client.ApiException]) -> dict[str, str]:
@@ -17,7 +19,7 @@ def _invalid(exc: pytest.ExceptionInfo[client.ApiException]) -> dict[str, str]:
 
 
 def test_defaults_are_applied_and_unknown_fields_pruned(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     body = widget("a", bogus=1, extra={"anything": {"goes": [1, 2]}})
     body["topLevelJunk"] = True
     created = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
@@ -27,7 +29,7 @@ def test_defaults_are_applied_and_unknown_fields_pruned(api: client.ApiClient, n
 
 
 def test_schema_violations_are_422_with_field_causes(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     bad = widget("Bad_Name", size=11, mode="slow", tags=["a", "b", "c", "d"])
     with pytest.raises(client.ApiException) as exc:
         crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, bad)
@@ -58,7 +60,7 @@ def test_schema_violations_are_422_with_field_causes(api: client.ApiClient, name
 
 
 def test_cel_rule_with_message_expression(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     with pytest.raises(client.ApiException) as exc:
         crs.create_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, widget("a", left="l", right="r")
@@ -70,7 +72,7 @@ def test_cel_rule_with_message_expression(api: client.ApiClient, namespace: str)
 
 
 def test_cel_transition_rule_applies_only_on_update(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a", key="one"))
     crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a", {"spec": {"size": 3}})
     with pytest.raises(client.ApiException) as exc:
@@ -82,7 +84,7 @@ def test_cel_transition_rule_applies_only_on_update(api: client.ApiClient, names
 
 
 def test_status_is_validated_against_the_schema(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     with pytest.raises(client.ApiException) as exc:
         crs.patch_namespaced_custom_object_status(
@@ -129,10 +131,10 @@ def test_crd_created_through_the_api_is_served_and_its_deletion_removes_objects(
         },
     }
     with kube_emulator.api_client() as api:
-        ext = client.ApiextensionsV1Api(api)
+        ext: Any = client.ApiextensionsV1Api(api)
         created = ext.create_custom_resource_definition(crd)
         assert {c.type: c.status for c in created.status.conditions}["Established"] == "True"
-        crs = client.CustomObjectsApi(api)
+        crs = custom_objects(api)
         crs.create_cluster_custom_object(
             "test.osprov.dev",
             "v1",

@@ -12,7 +12,7 @@ from kubernetes import client, watch
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 
-from .conftest import FIXTURES, GROUP, PLURAL, VERSION, raw_watch, widget
+from .conftest import FIXTURES, GROUP, PLURAL, VERSION, core_v1, custom_objects, raw_watch, widget
 
 BASE = f"/apis/{GROUP}/{VERSION}"
 
@@ -20,7 +20,7 @@ BASE = f"/apis/{GROUP}/{VERSION}"
 def test_watch_from_a_list_resource_version_sees_only_later_events_in_order(
     emulator: RunningEmulator, api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("before"))
     list_rv = crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["metadata"][
         "resourceVersion"
@@ -44,7 +44,7 @@ def test_watch_from_a_list_resource_version_sees_only_later_events_in_order(
 def test_watch_without_resource_version_starts_with_synthetic_added_events(
     emulator: RunningEmulator, api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     for name in ("x", "y"):
         crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget(name))
     events = raw_watch(
@@ -54,7 +54,7 @@ def test_watch_without_resource_version_starts_with_synthetic_added_events(
 
 
 def test_official_client_watch_streams_live_events(api: client.ApiClient, namespace: str) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     rv = crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["metadata"]["resourceVersion"]
 
     def writer() -> None:
@@ -87,9 +87,9 @@ def test_official_client_watch_streams_live_events(api: client.ApiClient, namesp
 def test_timeout_seconds_ends_the_stream(
     emulator: RunningEmulator, api: client.ApiClient, namespace: str
 ) -> None:
-    rv = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)[
-        "metadata"
-    ]["resourceVersion"]
+    rv = custom_objects(api).list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["metadata"][
+        "resourceVersion"
+    ]
     started = time.monotonic()
     events = raw_watch(
         emulator.url,
@@ -105,7 +105,7 @@ def test_timeout_seconds_ends_the_stream(
 def test_label_selector_watch_turns_leaving_the_selection_into_deleted(
     emulator: RunningEmulator, api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     rv = crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["metadata"]["resourceVersion"]
     crs.create_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, {**widget("a"), "metadata": {"name": "a", "labels": {"team": "x"}}}
@@ -140,7 +140,7 @@ def test_label_selector_watch_turns_leaving_the_selection_into_deleted(
 
 
 def test_cluster_wide_watch_spans_namespaces(emulator: RunningEmulator, api: client.ApiClient) -> None:
-    core, crs = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core, crs = core_v1(api), custom_objects(api)
     rv = crs.list_cluster_custom_object(GROUP, VERSION, PLURAL)["metadata"]["resourceVersion"]
     for ns in ("cw-one", "cw-two"):
         core.create_namespace({"metadata": {"name": ns}})
@@ -152,7 +152,7 @@ def test_cluster_wide_watch_spans_namespaces(emulator: RunningEmulator, api: cli
 def test_watch_list_sends_initial_events_then_an_end_bookmark(
     emulator: RunningEmulator, api: client.ApiClient, namespace: str
 ) -> None:
-    crs = client.CustomObjectsApi(api)
+    crs = custom_objects(api)
     crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     params = {
         "sendInitialEvents": "true",
@@ -177,7 +177,7 @@ def small_window(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEm
 
 def test_resource_version_older_than_the_window_is_410_gone(small_window: RunningEmulator) -> None:
     with small_window.api_client() as api:
-        crs = client.CustomObjectsApi(api)
+        crs = custom_objects(api)
         first = crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("g0"))
         for i in range(1, 8):
             crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget(f"g{i}"))
@@ -203,7 +203,7 @@ def test_resource_version_older_than_the_window_is_410_gone(small_window: Runnin
 
 def test_bookmarks_advertise_the_current_resource_version(small_window: RunningEmulator) -> None:
     with small_window.api_client() as api:
-        crs = client.CustomObjectsApi(api)
+        crs = custom_objects(api)
         created = crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("bm"))
         rv = created["metadata"]["resourceVersion"]
         events = raw_watch(
@@ -219,7 +219,7 @@ def test_bookmarks_advertise_the_current_resource_version(small_window: RunningE
 
 def test_fault_injection(small_window: RunningEmulator, tmp_path: Path) -> None:
     with small_window.api_client() as api:
-        crs = client.CustomObjectsApi(api)
+        crs = custom_objects(api)
         rv = crs.list_cluster_custom_object(GROUP, VERSION, PLURAL)["metadata"]["resourceVersion"]
         small_window.force_gone_on_next_watch(PLURAL)
         events = raw_watch(small_window.url, f"{BASE}/{PLURAL}", {"resourceVersion": rv}, count=2)
@@ -249,7 +249,7 @@ def test_fault_injection(small_window: RunningEmulator, tmp_path: Path) -> None:
 
 def test_cut_watches_ends_open_streams(small_window: RunningEmulator) -> None:
     with small_window.api_client() as api:
-        rv = client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL)["metadata"][
+        rv = custom_objects(api).list_cluster_custom_object(GROUP, VERSION, PLURAL)["metadata"][
             "resourceVersion"
         ]
     result: dict[str, float] = {}

@@ -1,0 +1,111 @@
+"""Discovery, Table output, OpenAPI, persistence and start-up time."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+from kubernetes import client
+
+from devenv.kube.testing import RunningEmulator, run_emulator
+
+from .conftest import FIXTURES, GROUP, PLURAL, VERSION, core_v1, custom_objects, raw_watch, widget
+
+
+def _get(url: str, accept: str = "application/json") -> dict:
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body: dict = json.loads(response.read())
+        return body
+
+
+def test_discovery_lists_categories_short_names_and_status_subresource(api: client.ApiClient) -> None:
+    groups = client.ApisApi(api).get_api_versions()
+    assert GROUP in [g.name for g in groups.groups]
+    resources = {r.name: r for r in custom_objects(api).get_api_resources(GROUP, VERSION).resources}
+    widgets = resources[PLURAL]
+    assert (
+        widgets.kind == "Widget"
+        and widgets.namespaced
+        and widgets.categories == ["testing"]
+        and widgets.short_names == ["wd"]
+    )
+    assert set(widgets.verbs) >= {"get", "list", "watch", "create", "update", "patch", "delete"}
+    assert resources[f"{PLURAL}/status"].verbs == ["get", "patch", "update"]
+    core = {r.name for r in core_v1(api).get_api_resources().resources}
+    assert {"namespaces", "secrets"} <= core
+
+
+def test_table_output_uses_printer_columns(
+    emulator: RunningEmulator, api: client.ApiClient, namespace: str
+) -> None:
+    crs = custom_objects(api)
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("t", size=4))
+    crs.patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "t",
+        {
+            "status": {
+                "conditions": [{"type": "Other", "status": "False"}, {"type": "Ready", "status": "True"}]
+            }
+        },
+    )
+    table = _get(
+        f"{emulator.url}/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+    )
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Ready", "Size"]
+    assert table["rows"][0]["cells"] == ["t", "True", 4]
+    assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+def test_openapi_v3_offers_field_validation_for_every_group_version(emulator: RunningEmulator) -> None:
+    index = _get(f"{emulator.url}/openapi/v3")["paths"]
+    assert {"api/v1", f"apis/{GROUP}/{VERSION}", "apis/apiextensions.k8s.io/v1"} <= set(index)
+    doc = _get(emulator.url + index[f"apis/{GROUP}/{VERSION}"]["serverRelativeURL"])
+    patch = doc["paths"][f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}/{{name}}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": GROUP, "version": VERSION, "kind": "Widget"}
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+
+
+def test_state_file_survives_a_restart_and_old_watches_get_410(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    args = ["--state", str(state)]
+    with (
+        run_emulator(tmp_path / "one", crds_dirs=[FIXTURES / "crds"], extra_args=args) as first,
+        first.api_client() as api,
+    ):
+        created = custom_objects(api).create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, widget("kept")
+        )
+    with (
+        run_emulator(tmp_path / "two", crds_dirs=[FIXTURES / "crds"], extra_args=args) as second,
+        second.api_client() as api,
+    ):
+        crs = custom_objects(api)
+        kept = crs.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "kept")
+        assert kept["metadata"]["uid"] == created["metadata"]["uid"]
+        newer = crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("newer"))
+        assert int(newer["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+        events = raw_watch(
+            second.url,
+            f"/apis/{GROUP}/{VERSION}/{PLURAL}",
+            {"resourceVersion": str(int(created["metadata"]["resourceVersion"]) - 1)},
+            count=2,
+        )
+        assert [e["type"] for e in events] == ["ERROR"] and events[0]["object"]["code"] == 410
+
+
+def test_starts_in_under_a_second(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with run_emulator(tmp_path, crds_dirs=[FIXTURES / "crds"]) as running:
+        elapsed = time.monotonic() - started
+        assert _get(f"{running.url}/version")["major"] == "1"
+    assert elapsed < 1.0, f"start-up took {elapsed:.2f}s"
