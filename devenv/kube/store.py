@@ -37,7 +37,11 @@ class Store:
         self.rv = 0
         self.window = watch_window
         self.types: dict[str, TypeState] = {}
-        self.warnings: list[str] = []  # unknown-field warnings of the current request (fieldValidation=Warn)
+        self.warnings: list[str] = []
+        self.dependents: dict[str, set[tuple[str, str, str]]] = {}  # owner uid -> (type key, ns, name)
+        self.owners_of: dict[
+            tuple[str, str, str], set[str]
+        ] = {}  # the reverse index  # unknown-field warnings of the current request (fieldValidation=Warn)
         for rtype in builtin_types():
             self.types[rtype.key] = TypeState(rtype, watch_window)
         for name in DEFAULT_NAMESPACES:
@@ -83,8 +87,11 @@ class Store:
         state.record(Event(int(meta["resourceVersion"]), event_type, obj, old, key[0]))
         if rtype.key == f"customresourcedefinitions.{CRD_GROUP}":
             self._crd_changed(event_type, obj, old)
-        if event_type == "DELETED" and rtype.namespaced:
-            self._maybe_finish_namespace(key[0])
+        self._index_owners(rtype, key, obj, event_type)
+        if event_type == "DELETED":
+            self._collect_dependents(meta["uid"])
+            if rtype.namespaced:
+                self._maybe_finish_namespace(key[0])
 
     def _prepare(
         self,
@@ -391,6 +398,41 @@ class Store:
         self._commit(rtype, "DELETED", gone_obj, old)
         return gone_obj, True
 
+    # ------------------------------------------------------------------------- garbage collection
+    def _index_owners(
+        self, rtype: ResourceType, key: tuple[str, str], obj: dict[str, Any], event_type: str
+    ) -> None:
+        ref = (rtype.key, key[0], key[1])
+        for uid in self.owners_of.pop(ref, set()):
+            self.dependents.get(uid, set()).discard(ref)
+        if event_type != "DELETED":
+            uids = {
+                str(o["uid"])
+                for o in obj["metadata"].get("ownerReferences") or []
+                if isinstance(o, dict) and o.get("uid")
+            }
+            if uids:
+                self.owners_of[ref] = uids
+            for uid in uids:
+                self.dependents.setdefault(uid, set()).add(ref)
+
+    def _collect_dependents(self, owner_uid: str) -> None:
+        """Background cascading deletion (the garbage collector's job, done inline): delete dependents whose
+        owners are all gone. Finalizers on dependents are honoured like any delete."""
+        live_uids = None
+        for type_key, ns, name in sorted(self.dependents.pop(owner_uid, set())):
+            state = self.types.get(type_key)
+            obj = state.objects.get((ns, name)) if state is not None else None
+            if state is None or obj is None or obj["metadata"].get("deletionTimestamp"):
+                continue
+            if live_uids is None:
+                live_uids = {o["metadata"]["uid"] for st in self.types.values() for o in st.objects.values()}
+            owners = [
+                o.get("uid") for o in obj["metadata"].get("ownerReferences") or [] if isinstance(o, dict)
+            ]
+            if not any(uid in live_uids for uid in owners):
+                self.delete(state.rtype, ns, name)
+
     # ------------------------------------------------------------------------------------ namespaces
     def _delete_namespace(self, ns: dict[str, Any], opts: WriteOptions) -> dict[str, Any]:
         name = ns["metadata"]["name"]
@@ -489,7 +531,9 @@ class Store:
             target = self.types.get(entry["type"])
             if target is not None:
                 meta = obj["metadata"]
-                target.objects[(meta.get("namespace", ""), meta["name"])] = obj
+                key = (meta.get("namespace", ""), meta["name"])
+                target.objects[key] = obj
+                self._index_owners(target.rtype, key, obj, "ADDED")
         self.rv = max(self.rv, int(data.get("resourceVersion", 0)))
         for state in self.types.values():
             state.events.clear()

@@ -266,3 +266,18 @@ def test_list_pagination_with_limit_and_continue(api: client.ApiClient, namespac
         )
         seen += [i["metadata"]["name"] for i in page["items"]]
     assert seen == [f"p{i}" for i in range(5)]
+
+
+def test_deleting_an_owner_garbage_collects_its_dependents(api: client.ApiClient, namespace: str) -> None:
+    crs, core = custom_objects(api), core_v1(api)
+    owner = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("owner"))
+    ref = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Widget",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+    }
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "owned", "ownerReferences": [ref]}})
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "unowned"}})
+    crs.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "owner")
+    assert [s.metadata.name for s in core.list_namespaced_secret(namespace).items] == ["unowned"]
