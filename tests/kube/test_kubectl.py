@@ -153,22 +153,83 @@ def test_delete_blocks_on_a_finalizer_until_it_is_removed(cluster: RunningEmulat
     assert 'service.keystone.osh.openstack.org "demo-compute" deleted' in out
 
 
+NOVA = REPO / "examples" / "identity" / "nova.yaml"
+DOC_READY = '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Reconciled","message":"project exists","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
+
+
 @pytest.mark.skipif(
-    not (REPO / "deploy" / "crds").is_dir(), reason="the project's CRDs are not generated yet"
+    not (REPO / "deploy" / "crds").is_dir() or not NOVA.exists(), reason="project CRDs/examples not generated"
 )
-def test_project_crds_and_an_example_round_trip(tmp_path: Path) -> None:
-    with run_emulator(tmp_path, crds_dirs=[REPO / "deploy" / "crds"]) as running:
-        example = next((REPO / "examples" / "identity").glob("*.yaml"), None)
-        if example is None:
-            pytest.skip("no identity examples yet")
-        out = kubectl(running, "apply", "-f", str(example))
-        assert "created" in out
-        listing = kubectl(running, "get", "keystone", "-o", "name")
-        assert "project.keystone.osh.openstack.org/" in listing
-        name = listing.split("project.keystone.osh.openstack.org/")[1].split()[0]
-        kubectl(running, "patch", "project", name, "--subresource=status", "--type=merge", "-p", READY)
-        assert (
-            kubectl(running, "get", "project", name, "-o", "jsonpath={.status.conditions[0].status}")
-            == "True"
+def test_the_documented_commands_with_the_project_crds(tmp_path: Path) -> None:
+    """docs/kube-emulator.md, verbatim (relative paths from the repository root)."""
+    with run_emulator(tmp_path) as running:
+
+        def run(*args: str) -> str:
+            env = {**os.environ, "KUBECONFIG": running.kubeconfig}
+            result = subprocess.run(
+                [KUBECTL, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=30
+            )
+            assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+            return result.stdout
+
+        def start(*args: str) -> subprocess.Popen[str]:
+            env = {**os.environ, "KUBECONFIG": running.kubeconfig}
+            return subprocess.Popen(
+                [KUBECTL, *args],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+
+        assert "projects.keystone.osh.openstack.org created" in run("apply", "-f", "deploy/crds/")
+        assert "project.keystone.osh.openstack.org/nova-service created" in run(
+            "apply", "-n", "default", "-f", "examples/identity/nova.yaml"
         )
-        assert "unchanged" in kubectl(running, "apply", "-f", str(example))
+        assert "domain.keystone.osh.openstack.org/nova-service" in run("get", "keystone")
+        assert run("get", "services.keystone.osh.openstack.org").split()[:6] == [
+            "NAME",
+            "READY",
+            "REASON",
+            "ID",
+            "AGE",
+            "nova-compute",
+        ]
+        waiter = start("wait", "--for=condition=Ready", "project/nova-service", "--timeout=60s")
+        deleter = None
+        try:
+            run("patch", "project", "nova-service", "--subresource=status", "--type=merge", "-p", DOC_READY)
+            assert "condition met" in waiter.communicate(timeout=30)[0]
+            run(
+                "patch",
+                "project",
+                "nova-service",
+                "--type=merge",
+                "-p",
+                '{"metadata":{"finalizers":["osprov.dev/cleanup"]}}',
+            )
+            deleter = start("delete", "project", "nova-service")
+            wait_until(
+                lambda: (
+                    run("get", "project", "nova-service", "-o", "jsonpath={.metadata.deletionTimestamp}")
+                    != ""
+                )
+            )
+            assert deleter.poll() is None  # kubectl delete is still waiting for the object to go
+            run(
+                "patch",
+                "project",
+                "nova-service",
+                "--type=json",
+                "-p",
+                '[{"op":"remove","path":"/metadata/finalizers"}]',
+            )
+            deleter.communicate(timeout=30)
+            assert deleter.returncode == 0
+            assert run("get", "projects", "-o", "name") == ""
+        finally:
+            for proc in (waiter, deleter):
+                if proc is not None and proc.poll() is None:
+                    os.killpg(proc.pid, 9)
