@@ -224,7 +224,7 @@ class Handlers:
                         "details": details,
                     }
                 )
-            return json_response(_out(obj, rtype, t.version), 200 if gone else 200)
+            return json_response(_out(obj, rtype, t.version))  # 200 whether gone or held by finalizers
         raise method_not_allowed()
 
     def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
@@ -375,8 +375,8 @@ class Handlers:
         try:
             await response.prepare(request)
             await self._stream(response, watcher, t, timeout, bookmarks)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the client went away; a cancelled handler propagates CancelledError after cleanup
         finally:
             state.stop_watch(watcher)
         return response

@@ -335,7 +335,7 @@ class Store:
         if causes:
             raise invalid(rtype.kind, rtype.group, name, causes)
         if rtype.key == f"customresourcedefinitions.{CRD_GROUP}" and subresource != "status":
-            new["status"] = _crd_status(new)
+            new["status"] = _crd_status(new, old.get("status"))
         new_meta = new["metadata"]
         if "generation" in old_meta and subresource != "status":
             strip = ("metadata", "status") if status_split else ("metadata",)
@@ -563,8 +563,13 @@ def _removed_paths(original: Any, pruned: Any, path: str = "") -> list[str]:
     return []
 
 
-def _crd_status(crd: dict[str, Any]) -> dict[str, Any]:
+def _crd_status(crd: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
     spec = crd.get("spec") or {}
+    stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+    if old and old.get("acceptedNames") == spec.get("names"):
+        # Names unchanged: keep the conditions (and their transition times), extend storedVersions.
+        merged = list(old.get("storedVersions") or [])
+        return {**old, "storedVersions": merged + [v for v in stored if v not in merged]}
     timestamp = now()
     return {
         "acceptedNames": dict(spec.get("names") or {}),
@@ -584,7 +589,7 @@ def _crd_status(crd: dict[str, Any]) -> dict[str, Any]:
                 "lastTransitionTime": timestamp,
             },
         ],
-        "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
+        "storedVersions": stored,
     }
 
 

@@ -57,8 +57,8 @@ def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Any:
     if not values:
         return None
     value = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
-    if column.type == "date" and isinstance(value, str):
-        return age(value)
+    if column.type == "date" and isinstance(value, str) and column.name != "Created At":
+        return age(value)  # the CRD table's "Created At" shows the timestamp itself, as upstream
     if column.type == "integer" and isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, (dict, list)):
