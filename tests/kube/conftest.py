@@ -63,7 +63,7 @@ def raw_watch(
     url: str, path: str, params: dict[str, str], count: int, deadline_s: float = 10.0
 ) -> list[dict[str, Any]]:
     """Read up to `count` watch events (stopping early when the server ends the stream)."""
-    query = urllib.parse.urlencode({"watch": "true", **params})
+    query = urllib.parse.urlencode({"watch": "true", **params})  # params may spell watch=1/True
     events: list[dict[str, Any]] = []
     end = time.monotonic() + deadline_s
     with urllib.request.urlopen(f"{url}{path}?{query}", timeout=deadline_s) as response:

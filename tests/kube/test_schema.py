@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator
 
-from .conftest import GROUP, PLURAL, VERSION, custom_objects, status_of, widget
+from .conftest import FIXTURES, GROUP, PLURAL, VERSION, custom_objects, status_of, widget
 
 
 def _invalid(exc: pytest.ExceptionInfo[client.ApiException]) -> dict[str, str]:
@@ -167,3 +171,37 @@ def test_crd_created_through_the_api_is_served_and_its_deletion_removes_objects(
         with pytest.raises(client.ApiException) as exc:
             crs.list_cluster_custom_object("test.osprov.dev", "v1", "gadgets")
         assert exc.value.status == 404
+
+
+def test_crd_updated_through_the_api_changes_validation_and_printer_columns(
+    kube_emulator: RunningEmulator, tmp_path: Path
+) -> None:
+    with kube_emulator.api_client() as api:
+        ext: Any = client.ApiextensionsV1Api(api)
+        crd = yaml.safe_load((FIXTURES / "crds" / "widgets.yaml").read_text())
+        ext.create_custom_resource_definition(crd)
+        crs = custom_objects(api)
+        crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("a", size=9))
+        current = ext.read_custom_resource_definition(f"{PLURAL}.{GROUP}")
+        version = crd["spec"]["versions"][0]
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["maximum"] = 5
+        version["additionalPrinterColumns"].append(
+            {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"}
+        )
+        crd["metadata"]["resourceVersion"] = current.metadata.resource_version
+        updated = ext.replace_custom_resource_definition(f"{PLURAL}.{GROUP}", crd)
+        assert updated.metadata.generation == 2
+        with pytest.raises(client.ApiException) as exc:
+            crs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("b", size=9))
+        assert "should be less than or equal to 5" in _invalid(exc)["spec.size"]
+        # Stored objects are not revalidated, but updates to them are.
+        assert crs.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "a")["spec"]["size"] == 9
+        with urllib.request.urlopen(
+            urllib.request.Request(
+                f"{kube_emulator.url}/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}",
+                headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+            ),
+            timeout=10,
+        ) as response:
+            table = json.loads(response.read())
+        assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Ready", "Size", "Mode"]

@@ -272,3 +272,23 @@ def test_cut_watches_ends_open_streams(small_window: RunningEmulator) -> None:
         small_window.cut_watches(PLURAL)  # repeated: the watch may not be registered yet
         thread.join(timeout=0.2)
     assert not thread.is_alive() and result["elapsed"] < 10
+
+
+def test_builtin_types_are_watchable(emulator: RunningEmulator, api: client.ApiClient) -> None:
+    core = core_v1(api)
+    rv = core.list_namespace().metadata.resource_version
+    core.create_namespace({"metadata": {"name": "watched"}})
+    core.create_namespaced_secret("watched", {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    core.delete_namespace("watched")
+    ns_events = raw_watch(
+        emulator.url, "/api/v1/namespaces", {"watch": "True", "resourceVersion": rv}, count=3
+    )
+    phases = [(e["type"], e["object"]["status"]["phase"]) for e in ns_events]
+    assert phases == [("ADDED", "Active"), ("MODIFIED", "Terminating"), ("DELETED", "Terminating")]
+    secret_events = raw_watch(
+        emulator.url, "/api/v1/namespaces/watched/secrets", {"watch": "1", "resourceVersion": rv}, count=2
+    )
+    assert [e["type"] for e in secret_events] == ["ADDED", "DELETED"]
+    assert (
+        secret_events[0]["object"]["data"] == {"k": "dg=="} and "stringData" not in secret_events[0]["object"]
+    )
