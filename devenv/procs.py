@@ -217,7 +217,11 @@ def http_status(url: str, timeout: float = 3.0) -> int:
 
 
 def run(
-    name: str, argv: Sequence[str | Path], env: Mapping[str, str] | None = None, timeout: float = 300
+    name: str,
+    argv: Sequence[str | Path],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    ok_codes: tuple[int, ...] = (0,),
 ) -> None:
     """Run a one-shot setup command, appending output to logs/<name>.log; raise with its tail on failure."""
     logs_dir().mkdir(parents=True, exist_ok=True)
@@ -238,5 +242,5 @@ def run(
             )
         except subprocess.TimeoutExpired as exc:
             raise StackError(f"{name}: timed out after {timeout}s; log tail:\n{log_tail(name)}") from exc
-    if result.returncode != 0:
+    if result.returncode not in ok_codes:
         raise StackError(f"{name}: exit {result.returncode}; log tail:\n{log_tail(name)}")

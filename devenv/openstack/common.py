@@ -66,7 +66,9 @@ def authtoken(secrets: Secrets, username: str) -> dict[str, str | int | bool]:
 
 
 def uwsgi_argv(port: int, module: str, processes: int = 1, threads: int = 2) -> list[str | Path]:
-    # --http11-socket: plain --http-socket resets pooled keep-alive connections at random.
+    # uwsgi's --http11-socket binds a keep-alive connection to a worker thread for the connection's
+    # lifetime: a few pooled client connections then starve everyone else. Plain --http-socket resets
+    # pooled connections at random unless clients are told not to reuse them, hence Connection: close.
     return [
         venv_bin("uwsgi"),
         "--master",
@@ -74,8 +76,10 @@ def uwsgi_argv(port: int, module: str, processes: int = 1, threads: int = 2) -> 
         "--need-app",
         "--lazy-apps",
         "--enable-threads",
-        "--http11-socket",
+        "--http-socket",
         f"{HOST}:{port}",
+        "--add-header",
+        "Connection: close",
         "--processes",
         str(processes),
         "--threads",
@@ -89,3 +93,30 @@ def uwsgi_argv(port: int, module: str, processes: int = 1, threads: int = 2) -> 
         "--home",
         str(venv_bin("uwsgi").parent.parent),
     ]
+
+
+def copy_paste_ini(service: str, filename: str) -> Path:
+    """Copy a paste.deploy file shipped in the venv's etc/ next to the generated config."""
+    source = venv_bin("python").parent.parent / "etc" / service / filename
+    target = etc_dir(service) / filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source.read_text())
+    return target
+
+
+def lock_path(service: str) -> str:
+    path = state_dir() / service / "lock"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def wait_http(
+    service: str, port: int, path: str = "/", timeout: float = 90, process: str | None = None
+) -> None:
+    """Wait until an API answers its unauthenticated version document (any non-5xx status)."""
+    from devenv import procs
+
+    url = f"http://{HOST}:{port}{path}"
+    procs.wait_until(
+        lambda: 0 < procs.http_status(url) < 500, timeout, f"{service} at {url}", process or service
+    )

@@ -82,7 +82,7 @@ def start(secrets: Secrets) -> None:
     conf = configure(secrets)
     procs.start(
         "keystone",
-        uwsgi_argv(PORTS.keystone, "keystone.wsgi.api:application", processes=2, threads=2),
+        uwsgi_argv(PORTS.keystone, "keystone.wsgi.api:application", processes=2, threads=4),
         env={"OS_KEYSTONE_CONFIG_FILES": conf},
     )
     wait_healthy()
