@@ -1,4 +1,4 @@
-"""HTTP layer: route kube API paths onto the store, watches as streamed JSON lines, admin endpoints."""
+"""HTTP layer: route kube API paths onto the store (watches: streaming.py), discovery and admin endpoints."""
 
 from __future__ import annotations
 
@@ -15,26 +15,12 @@ from aiohttp import web
 from . import discovery
 from .errors import ApiError, bad_request, method_not_allowed, unsupported_media_type
 from .faults import Faults, resource_names
+from .httpio import Target, error_response, json_response, out, parse_target
 from .patch import json_patch, merge_patch
-from .resources import ResourceType
 from .selectors import selector_from_query
 from .store import Store, WriteOptions
+from .streaming import serve_watch
 from .table import to_table
-from .watch import Watcher, encode_event
-
-JSON = "application/json"
-DEFAULT_WATCH_TIMEOUT_S = 1800
-
-
-@dataclass
-class Target:
-    """A parsed resource URL."""
-
-    rtype: ResourceType
-    version: str
-    namespace: str | None  # None: all namespaces (or a cluster-scoped type)
-    name: str = ""
-    subresource: str = ""
 
 
 @dataclass
@@ -43,54 +29,6 @@ class Emulator:
     faults: Faults = field(default_factory=lambda: Faults([]))
     bookmark_interval_s: float = 5.0
     on_change: Any = None  # called after every successful write (persistence)
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=json.dumps(body, separators=(",", ":")).encode(),
-        status=status,
-        content_type=JSON,
-        headers=headers,
-    )
-
-
-def error_response(err: ApiError) -> web.Response:
-    return json_response(err.status(), err.code)
-
-
-def _out(obj: dict[str, Any], rtype: ResourceType, version: str) -> dict[str, Any]:
-    """Serve the object in the requested version (no conversion webhook: only apiVersion changes)."""
-    api_version = rtype.api_version(version)
-    if obj.get("apiVersion") == api_version:
-        return obj
-    out = dict(obj)
-    out["apiVersion"] = api_version
-    return out
-
-
-def _parse(store: Store, path: str) -> Target | None:
-    parts = [p for p in path.split("/") if p]
-    if parts[:2] == ["api", "v1"]:
-        group, version, rest = "", "v1", parts[2:]
-    elif len(parts) >= 3 and parts[0] == "apis":
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        return None
-    namespace: str | None = None
-    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-        namespace, rest = rest[1], rest[2:]
-    if not rest or len(rest) > 3:
-        return None
-    rtype = store.find(group, version, rest[0])
-    if rtype is None:
-        return None
-    if rtype.namespaced != (namespace is not None) and len(rest) > 1:
-        return None  # a namespaced object must be addressed inside its namespace (and vice versa)
-    if not rtype.namespaced and namespace is not None:
-        return None
-    return Target(
-        rtype, version, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
-    )
 
 
 async def _body(request: web.Request) -> Any:
@@ -142,7 +80,7 @@ class Handlers:
 
     # ------------------------------------------------------------------------------------ resources
     async def resource(self, request: web.Request) -> web.StreamResponse:
-        target = _parse(self.store, request.path)
+        target = parse_target(self.store, request.path)
         if target is None:
             return error_response(
                 ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -158,7 +96,7 @@ class Handlers:
                 return error_response(err)
         try:
             if watch:
-                return await self._watch(request, target)
+                return await serve_watch(request, self.store, target, self.emu.bookmark_interval_s)
             response = await self._dispatch(request, target, verb)
         except ApiError as err:
             return error_response(err)
@@ -198,12 +136,12 @@ class Handlers:
             if t.name:
                 raise method_not_allowed()
             obj = store.create(rtype, ns, await _body(request), _opts(request), t.version)
-            return json_response(_out(obj, rtype, t.version), 201)
+            return json_response(out(obj, rtype, t.version), 201)
         if verb == "update":
             obj = store.update(
                 rtype, ns, t.name, await _body(request), t.subresource, _opts(request), t.version
             )
-            return json_response(_out(obj, rtype, t.version))
+            return json_response(out(obj, rtype, t.version))
         if verb == "patch":
             return await self._patch(request, t)
         if verb == "delete":
@@ -224,7 +162,7 @@ class Handlers:
                         "details": details,
                     }
                 )
-            return json_response(_out(obj, rtype, t.version))  # 200 whether gone or held by finalizers
+            return json_response(out(obj, rtype, t.version))  # 200 whether gone or held by finalizers
         raise method_not_allowed()
 
     def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
@@ -241,7 +179,7 @@ class Handlers:
                     None,
                     _opts(request),
                 )
-                deleted.append(_out(result, t.rtype, t.version))
+                deleted.append(out(result, t.rtype, t.version))
         return json_response(
             {
                 "kind": t.rtype.list_kind,
@@ -257,7 +195,7 @@ class Handlers:
             return json_response(
                 to_table(t.rtype, t.version, [obj], obj["metadata"]["resourceVersion"], _include(request))
             )
-        return json_response(_out(obj, t.rtype, t.version))
+        return json_response(out(obj, t.rtype, t.version))
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
         query = request.query
@@ -291,7 +229,7 @@ class Handlers:
                 "kind": t.rtype.list_kind,
                 "apiVersion": t.rtype.api_version(t.version),
                 "metadata": meta,
-                "items": [_out(o, t.rtype, t.version) for o in objects],
+                "items": [out(o, t.rtype, t.version) for o in objects],
             }
         )
 
@@ -305,7 +243,7 @@ class Handlers:
             current = self.store.get(t.rtype, ns, t.name)
         except ApiError:
             raise
-        current = _out(current, t.rtype, t.version)
+        current = out(current, t.rtype, t.version)
         if content_type == "application/merge-patch+json":
             patched = merge_patch(copy.deepcopy(current), body)
         elif content_type == "application/json-patch+json":
@@ -322,7 +260,7 @@ class Handlers:
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         obj = self.store.update(t.rtype, ns, t.name, patched, t.subresource, _opts(request), t.version)
-        return json_response(_out(obj, t.rtype, t.version))
+        return json_response(out(obj, t.rtype, t.version))
 
     def _apply(self, request: web.Request, t: Target, body: Any) -> web.Response:
         """Server-side apply, approximated: create if absent, else merge the applied config in (no field managers)."""
@@ -335,90 +273,11 @@ class Handlers:
                 raise ApiError(404, "NotFound", f'{t.rtype.key} "{t.name}" not found')
             body.setdefault("metadata", {})["name"] = t.name
             obj = self.store.create(t.rtype, ns, body, _opts(request), t.version)
-            return json_response(_out(obj, t.rtype, t.version), 201)
-        patched = merge_patch(copy.deepcopy(_out(existing, t.rtype, t.version)), body)
+            return json_response(out(obj, t.rtype, t.version), 201)
+        patched = merge_patch(copy.deepcopy(out(existing, t.rtype, t.version)), body)
         patched["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         obj = self.store.update(t.rtype, ns, t.name, patched, t.subresource, _opts(request), t.version)
-        return json_response(_out(obj, t.rtype, t.version))
-
-    # ---------------------------------------------------------------------------------------- watch
-    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
-        query = request.query
-        selector = selector_from_query(query.get("labelSelector", ""), query.get("fieldSelector", ""))
-        if t.name:  # legacy single-object watch
-            selector = selector_from_query(query.get("labelSelector", ""), f"metadata.name={t.name}")
-        rv_param = query.get("resourceVersion", "")
-        # sendInitialEvents (watch-list, used by client-go reflectors and so by `kubectl wait`): the current
-        # state as ADDED events, then a bookmark annotated k8s.io/initial-events-end, then live events.
-        initial_events = query.get("sendInitialEvents", "").lower() in ("1", "true")
-        try:
-            since = None if rv_param in ("", "0") or initial_events else int(rv_param)
-        except ValueError:
-            raise bad_request(f"invalid resourceVersion {rv_param!r}") from None
-        timeout = float(query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT_S) or DEFAULT_WATCH_TIMEOUT_S)
-        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
-        state = self.store.state(t.rtype)
-        watcher = Watcher(t.namespace, selector, t.version)
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
-        response.enable_chunked_encoding()
-        try:
-            state.start_watch(watcher, since)
-            if initial_events:
-                mark = self._bookmark(t)
-                mark["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
-                watcher.queue.put_nowait(("BOOKMARK", mark))
-        except ApiError as err:
-            await response.prepare(request)
-            await response.write(encode_event("ERROR", err.status()))
-            await response.write_eof()
-            return response
-        try:
-            await response.prepare(request)
-            await self._stream(response, watcher, t, timeout, bookmarks)
-        except ConnectionResetError:
-            pass  # the client went away; a cancelled handler propagates CancelledError after cleanup
-        finally:
-            state.stop_watch(watcher)
-        return response
-
-    async def _stream(
-        self, response: web.StreamResponse, watcher: Watcher, t: Target, timeout: float, bookmarks: bool
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            wait = min(remaining, self.emu.bookmark_interval_s) if bookmarks else remaining
-            try:
-                item = await asyncio.wait_for(watcher.queue.get(), wait)
-            except TimeoutError:
-                if bookmarks and watcher.queue.empty():
-                    # Everything up to the current RV has been delivered: safe to advertise it.
-                    await response.write(encode_event("BOOKMARK", self._bookmark(t)))
-                continue
-            chunk = b""
-            cut = False
-            while item is not None:
-                chunk += encode_event(item[0], _out(item[1], t.rtype, t.version))
-                if watcher.queue.empty() or len(chunk) > 1 << 16:
-                    break
-                item = watcher.queue.get_nowait()
-            if item is None:
-                cut = True
-            if chunk:
-                await response.write(chunk)
-            if cut:
-                break
-        await response.write_eof()
-
-    def _bookmark(self, t: Target) -> dict[str, Any]:
-        return {
-            "kind": t.rtype.kind,
-            "apiVersion": t.rtype.api_version(t.version),
-            "metadata": {"resourceVersion": str(self.store.rv)},
-        }
+        return json_response(out(obj, t.rtype, t.version))
 
     # ---------------------------------------------------------------------------------------- admin
     async def faults(self, request: web.Request) -> web.Response:

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from .errors import ApiError
-from .handlers import error_response, json_response
+from .httpio import error_response, json_response
 from .resources import ResourceType
 from .store import Store
 

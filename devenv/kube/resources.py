@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Cause, invalid
+from .meta import now
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 CRD_GROUP = "apiextensions.k8s.io"
@@ -205,3 +206,33 @@ def type_from_crd(crd: dict[str, Any]) -> ResourceType:
         builtin=False,
         list_kind=names.get("listKind") or f"{kind}List",
     )
+
+
+def crd_status(crd: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec = crd.get("spec") or {}
+    stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+    if old and old.get("acceptedNames") == spec.get("names"):
+        # Names unchanged: keep the conditions (and their transition times), extend storedVersions.
+        merged = list(old.get("storedVersions") or [])
+        return {**old, "storedVersions": merged + [v for v in stored if v not in merged]}
+    timestamp = now()
+    return {
+        "acceptedNames": dict(spec.get("names") or {}),
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+                "lastTransitionTime": timestamp,
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+                "lastTransitionTime": timestamp,
+            },
+        ],
+        "storedVersions": stored,
+    }

@@ -16,7 +16,8 @@ import yaml
 from aiohttp import web
 
 from .errors import ApiError
-from .handlers import Emulator, Handlers, error_response
+from .handlers import Emulator, Handlers
+from .httpio import error_response
 from .openapi import OpenAPI
 from .store import Store
 

@@ -7,7 +7,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from . import cel, schema
+from .admission import admit
+from .cascade import Cascades
 from .errors import (
     STALE,
     ApiError,
@@ -19,8 +20,8 @@ from .errors import (
     invalid,
     not_found,
 )
-from .meta import clean_meta, generate_suffix, now, secret_data, validate_labels, validate_name
-from .resources import CRD_GROUP, ResourceType, builtin_types, type_from_crd
+from .meta import clean_meta, generate_suffix, now, validate_labels, validate_name
+from .resources import CRD_GROUP, ResourceType, builtin_types, crd_status, type_from_crd
 from .watch import Event, TypeState
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -32,7 +33,7 @@ class WriteOptions:
     strict_fields: bool = False  # fieldValidation=Strict: unknown fields are a 400, not silently pruned
 
 
-class Store:
+class Store(Cascades):
     def __init__(self, watch_window: int = 1000) -> None:
         self.rv = 0
         self.window = watch_window
@@ -101,50 +102,9 @@ class Store:
         old: dict[str, Any] | None,
         opts: WriteOptions,
     ) -> tuple[dict[str, Any], list[Cause]]:
-        """Prune, default and validate `body`; returns the object and the validation causes."""
-        causes: list[Cause] = []
-        if rtype.key == "secrets":
-            causes += secret_data(body)
-            if old is not None and body.get("type") != old.get("type"):
-                causes.append(
-                    Cause(
-                        "FieldValueInvalid",
-                        f'Invalid value: "{body.get("type")}": field is immutable',
-                        "type",
-                    )
-                )
-            if old is not None and old.get("immutable") and body.get("data") != old.get("data"):
-                causes.append(
-                    Cause(
-                        "FieldValueForbidden", "Forbidden: field is immutable when `immutable` is set", "data"
-                    )
-                )
-        vinfo = rtype.version(version)
-        if not rtype.builtin and vinfo is not None and vinfo.schema is not None:
-            pruned = schema.prune(body, vinfo.schema, root=True)
-            unknown = _removed_paths(body, pruned)
-            if unknown and opts.strict_fields:
-                raise bad_request(
-                    "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
-                )
-            self.warnings = [f'unknown field "{p}"' for p in unknown]
-            body = schema.apply_defaults(pruned, vinfo.schema)
-            causes += schema.validate(body, vinfo.schema)
-            if not causes:
-                root_self = dict(body)
-                root_self["metadata"] = {
-                    k: v for k, v in body["metadata"].items() if k in ("name", "generateName")
-                }
-                old_self = None
-                if old is not None:
-                    old_self = dict(old)
-                    old_self["metadata"] = {
-                        k: v for k, v in old["metadata"].items() if k in ("name", "generateName")
-                    }
-                causes += cel.evaluate(root_self, old_self, vinfo.schema)
-        if rtype.key == f"customresourcedefinitions.{CRD_GROUP}" and not causes:
-            type_from_crd(body)  # raises 422 on a CRD the emulator could not serve
-        return body, causes
+        admitted = admit(rtype, version, body, old, opts.strict_fields)
+        self.warnings = admitted.warnings
+        return admitted.body, admitted.causes
 
     def create(
         self,
@@ -217,7 +177,7 @@ class Store:
         if (meta.get("namespace", ""), name) in self.state(rtype).objects:
             raise already_exists(rtype.group, rtype.plural, name)
         if rtype.key == f"customresourcedefinitions.{CRD_GROUP}":
-            body["status"] = _crd_status(body)
+            body["status"] = crd_status(body)
         meta = body["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now()
@@ -335,7 +295,7 @@ class Store:
         if causes:
             raise invalid(rtype.kind, rtype.group, name, causes)
         if rtype.key == f"customresourcedefinitions.{CRD_GROUP}" and subresource != "status":
-            new["status"] = _crd_status(new, old.get("status"))
+            new["status"] = crd_status(new, old.get("status"))
         new_meta = new["metadata"]
         if "generation" in old_meta and subresource != "status":
             strip = ("metadata", "status") if status_split else ("metadata",)
@@ -397,77 +357,6 @@ class Store:
         gone_obj["metadata"]["resourceVersion"] = str(self.next_rv())
         self._commit(rtype, "DELETED", gone_obj, old)
         return gone_obj, True
-
-    # ------------------------------------------------------------------------- garbage collection
-    def _index_owners(
-        self, rtype: ResourceType, key: tuple[str, str], obj: dict[str, Any], event_type: str
-    ) -> None:
-        ref = (rtype.key, key[0], key[1])
-        for uid in self.owners_of.pop(ref, set()):
-            self.dependents.get(uid, set()).discard(ref)
-        if event_type != "DELETED":
-            uids = {
-                str(o["uid"])
-                for o in obj["metadata"].get("ownerReferences") or []
-                if isinstance(o, dict) and o.get("uid")
-            }
-            if uids:
-                self.owners_of[ref] = uids
-            for uid in uids:
-                self.dependents.setdefault(uid, set()).add(ref)
-
-    def _collect_dependents(self, owner_uid: str) -> None:
-        """Background cascading deletion (the garbage collector's job, done inline): delete dependents whose
-        owners are all gone. Finalizers on dependents are honoured like any delete."""
-        live_uids = None
-        for type_key, ns, name in sorted(self.dependents.pop(owner_uid, set())):
-            state = self.types.get(type_key)
-            obj = state.objects.get((ns, name)) if state is not None else None
-            if state is None or obj is None or obj["metadata"].get("deletionTimestamp"):
-                continue
-            if live_uids is None:
-                live_uids = {o["metadata"]["uid"] for st in self.types.values() for o in st.objects.values()}
-            owners = [
-                o.get("uid") for o in obj["metadata"].get("ownerReferences") or [] if isinstance(o, dict)
-            ]
-            if not any(uid in live_uids for uid in owners):
-                self.delete(state.rtype, ns, name)
-
-    # ------------------------------------------------------------------------------------ namespaces
-    def _delete_namespace(self, ns: dict[str, Any], opts: WriteOptions) -> dict[str, Any]:
-        name = ns["metadata"]["name"]
-        if opts.dry_run:
-            return ns
-        if not ns["metadata"].get("deletionTimestamp"):
-            new = copy.deepcopy(ns)
-            new["metadata"]["deletionTimestamp"] = now()
-            new["metadata"]["deletionGracePeriodSeconds"] = 0
-            new["status"] = {"phase": "Terminating"}
-            new["metadata"]["resourceVersion"] = str(self.next_rv())
-            self._commit(self.types["namespaces"].rtype, "MODIFIED", new, ns)
-            ns = new
-        # The namespace controller's job, done inline: delete all content, then the namespace itself.
-        for state in list(self.types.values()):
-            if not state.rtype.namespaced:
-                continue
-            for (obj_ns, obj_name), obj in list(state.objects.items()):
-                if obj_ns == name and not obj["metadata"].get("deletionTimestamp"):
-                    self.delete(state.rtype, obj_ns, obj_name)
-        self._maybe_finish_namespace(name)
-        return self.types["namespaces"].objects.get(("", name), ns)
-
-    def _maybe_finish_namespace(self, name: str) -> None:
-        ns_state = self.types["namespaces"]
-        ns = ns_state.objects.get(("", name))
-        if ns is None or not ns["metadata"].get("deletionTimestamp"):
-            return
-        for state in self.types.values():
-            if state.rtype.namespaced and any(k[0] == name for k in state.objects):
-                return
-        final = copy.deepcopy(ns)
-        final["spec"] = {}
-        final["metadata"]["resourceVersion"] = str(self.next_rv())
-        self._commit(ns_state.rtype, "DELETED", final, ns)
 
     # ------------------------------------------------------------------------------------------ CRDs
     def _crd_changed(self, event_type: str, crd: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -542,55 +431,6 @@ class Store:
 
 def _without(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in keys and k not in ("apiVersion", "kind")}
-
-
-def _removed_paths(original: Any, pruned: Any, path: str = "") -> list[str]:
-    if isinstance(original, dict) and isinstance(pruned, dict):
-        out: list[str] = []
-        for key, value in original.items():
-            sub = f"{path}.{key}" if path else key
-            if key not in pruned:
-                out.append(sub)
-            else:
-                out += _removed_paths(value, pruned[key], sub)
-        return out
-    if isinstance(original, list) and isinstance(pruned, list):
-        return [
-            p
-            for i, (a, b) in enumerate(zip(original, pruned, strict=False))
-            for p in _removed_paths(a, b, f"{path}[{i}]")
-        ]
-    return []
-
-
-def _crd_status(crd: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec = crd.get("spec") or {}
-    stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
-    if old and old.get("acceptedNames") == spec.get("names"):
-        # Names unchanged: keep the conditions (and their transition times), extend storedVersions.
-        merged = list(old.get("storedVersions") or [])
-        return {**old, "storedVersions": merged + [v for v in stored if v not in merged]}
-    timestamp = now()
-    return {
-        "acceptedNames": dict(spec.get("names") or {}),
-        "conditions": [
-            {
-                "type": "NamesAccepted",
-                "status": "True",
-                "reason": "NoConflicts",
-                "message": "no conflicts found",
-                "lastTransitionTime": timestamp,
-            },
-            {
-                "type": "Established",
-                "status": "True",
-                "reason": "InitialNamesAccepted",
-                "message": "the initial names have been accepted",
-                "lastTransitionTime": timestamp,
-            },
-        ],
-        "storedVersions": stored,
-    }
 
 
 __all__ = ["ApiError", "Store", "WriteOptions"]

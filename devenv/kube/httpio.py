@@ -1,0 +1,74 @@
+"""HTTP helpers shared by the handlers: parsed resource URLs, JSON responses, per-version output."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from .errors import ApiError
+from .resources import ResourceType
+from .store import Store
+
+JSON = "application/json"
+
+
+@dataclass
+class Target:
+    """A parsed resource URL."""
+
+    rtype: ResourceType
+    version: str
+    namespace: str | None  # None: all namespaces (or a cluster-scoped type)
+    name: str = ""
+    subresource: str = ""
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=json.dumps(body, separators=(",", ":")).encode(),
+        status=status,
+        content_type=JSON,
+        headers=headers,
+    )
+
+
+def error_response(err: ApiError) -> web.Response:
+    return json_response(err.status(), err.code)
+
+
+def out(obj: dict[str, Any], rtype: ResourceType, version: str) -> dict[str, Any]:
+    """Serve the object in the requested version (no conversion webhook: only apiVersion changes)."""
+    api_version = rtype.api_version(version)
+    if obj.get("apiVersion") == api_version:
+        return obj
+    out = dict(obj)
+    out["apiVersion"] = api_version
+    return out
+
+
+def parse_target(store: Store, path: str) -> Target | None:
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    rtype = store.find(group, version, rest[0])
+    if rtype is None:
+        return None
+    if rtype.namespaced != (namespace is not None) and len(rest) > 1:
+        return None  # a namespaced object must be addressed inside its namespace (and vice versa)
+    if not rtype.namespaced and namespace is not None:
+        return None
+    return Target(
+        rtype, version, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+    )

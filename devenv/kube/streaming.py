@@ -1,0 +1,106 @@
+"""Watch over HTTP: one JSON event per line, flushed as soon as it is committed, in resourceVersion order."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from .errors import ApiError, bad_request
+from .httpio import JSON, Target, out
+from .selectors import selector_from_query
+from .store import Store
+from .watch import Watcher, encode_event
+
+DEFAULT_WATCH_TIMEOUT_S = 1800
+MAX_CHUNK = 1 << 16
+
+
+def _truthy(value: str) -> bool:
+    return value.lower() in ("1", "true")
+
+
+def bookmark(store: Store, t: Target) -> dict[str, Any]:
+    return {
+        "kind": t.rtype.kind,
+        "apiVersion": t.rtype.api_version(t.version),
+        "metadata": {"resourceVersion": str(store.rv)},
+    }
+
+
+async def serve_watch(
+    request: web.Request, store: Store, t: Target, bookmark_interval_s: float
+) -> web.StreamResponse:
+    query = request.query
+    field_selector = f"metadata.name={t.name}" if t.name else query.get("fieldSelector", "")
+    selector = selector_from_query(query.get("labelSelector", ""), field_selector)
+    rv_param = query.get("resourceVersion", "")
+    # sendInitialEvents (watch-list, used by client-go reflectors and so by `kubectl wait`): the current
+    # state as ADDED events, then a bookmark annotated k8s.io/initial-events-end, then live events.
+    initial_events = _truthy(query.get("sendInitialEvents", ""))
+    try:
+        since = None if rv_param in ("", "0") or initial_events else int(rv_param)
+    except ValueError:
+        raise bad_request(f"invalid resourceVersion {rv_param!r}") from None
+    timeout = float(query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT_S) or DEFAULT_WATCH_TIMEOUT_S)
+    bookmarks = _truthy(query.get("allowWatchBookmarks", ""))
+    state = store.state(t.rtype)
+    watcher = Watcher(t.namespace, selector, t.version)
+    response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+    response.enable_chunked_encoding()
+    try:
+        state.start_watch(watcher, since)
+        if initial_events:
+            mark = bookmark(store, t)
+            mark["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+            watcher.queue.put_nowait(("BOOKMARK", mark))
+    except ApiError as err:
+        # Like the apiserver: 200, then a single ERROR event carrying the Status (410 Expired), then EOF.
+        await response.prepare(request)
+        await response.write(encode_event("ERROR", err.status()))
+        await response.write_eof()
+        return response
+    try:
+        await response.prepare(request)
+        await _stream(response, store, watcher, t, timeout, bookmark_interval_s if bookmarks else None)
+    except ConnectionResetError:
+        pass  # the client went away; a cancelled handler propagates CancelledError after cleanup
+    finally:
+        state.stop_watch(watcher)
+    return response
+
+
+async def _stream(
+    response: web.StreamResponse,
+    store: Store,
+    watcher: Watcher,
+    t: Target,
+    timeout: float,
+    bookmark_every: float | None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        try:
+            item = await asyncio.wait_for(watcher.queue.get(), min(remaining, bookmark_every or remaining))
+        except TimeoutError:
+            if bookmark_every is not None and watcher.queue.empty():
+                # Everything up to the current RV has been delivered: safe to advertise it.
+                await response.write(encode_event("BOOKMARK", bookmark(store, t)))
+            continue
+        # Batch what is already queued into one write; None means the watch was cut.
+        chunk = b""
+        while item is not None:
+            chunk += encode_event(item[0], out(item[1], t.rtype, t.version))
+            if watcher.queue.empty() or len(chunk) > MAX_CHUNK:
+                break
+            item = watcher.queue.get_nowait()
+        if chunk:
+            await response.write(chunk)
+        if item is None:
+            break
+    await response.write_eof()
