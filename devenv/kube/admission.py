@@ -32,7 +32,11 @@ def admit(
         pruned = schema.prune(body, vinfo.schema, root=True)
         unknown = removed_paths(body, pruned)
         if unknown and strict_fields:
-            raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
+            fields = ", ".join(f'unknown field "{p}"' for p in unknown)
+            kind = rtype.kind
+            raise bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {fields}'
+            )
         result.warnings = [f'unknown field "{p}"' for p in unknown]
         result.body = schema.apply_defaults(pruned, vinfo.schema)
         result.causes += schema.validate(result.body, vinfo.schema)

@@ -103,7 +103,9 @@ class Handlers:
         if verb in ("create", "update", "patch", "delete") and self.emu.on_change is not None:
             self.emu.on_change()
         if self.store.warnings:
-            response.headers["Warning"] = ", ".join(f'299 - "{w}"' for w in self.store.warnings)
+            # RFC 7234 warn-text is a quoted-string: escape the quotes inside it.
+            texts = (w.replace("\\", "\\\\").replace('"', '\\"') for w in self.store.warnings)
+            response.headers["Warning"] = ", ".join(f'299 - "{text}"' for text in texts)
             self.store.warnings = []
         return response
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,27 @@ def test_crd_updated_through_the_api_changes_validation_and_printer_columns(
         ) as response:
             table = json.loads(response.read())
         assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Ready", "Size", "Mode"]
+
+
+def test_unknown_fields_warn_by_default_and_fail_with_strict_validation(
+    emulator: RunningEmulator, namespace: str
+) -> None:
+    url = f"{emulator.url}/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}"
+    body = json.dumps(widget("a", bogus=1)).encode()
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+        assert response.headers["Warning"] == '299 - "unknown field \\"spec.bogus\\""'
+        assert "bogus" not in json.loads(response.read())["spec"]
+    strict = urllib.request.Request(
+        url + "?fieldValidation=Strict",
+        data=json.dumps(widget("b", bogus=1)).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        urllib.request.urlopen(strict, timeout=10)
+    assert exc.value.code == 400
+    assert 'strict decoding error: unknown field "spec.bogus"' in json.loads(exc.value.read())["message"]
