@@ -53,6 +53,8 @@ def build_app(emulator: Emulator) -> web.Application:
 def load_crd_files(store: Store, dirs: list[str]) -> int:
     count = 0
     for directory in dirs:
+        if not Path(directory).is_dir():
+            raise SystemExit(f"kube emulator: --crds {directory}: not a directory")
         for path in sorted(Path(directory).glob("*.yaml")):
             # libyaml's loader when present: the pure-Python one alone would eat the start-up budget.
             loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -85,8 +87,11 @@ def write_kubeconfig(path: str, url: str) -> None:
 
 
 def _atomic_write(path: str, text: str) -> None:
+    """Write-then-rename so readers never see half a file; owner-only, as the state holds Secrets."""
     tmp = f"{path}.tmp{os.getpid()}"
-    Path(tmp).write_text(text)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
     os.replace(tmp, path)
 
 
