@@ -8,12 +8,14 @@ import secrets as pysecrets
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import openstack
 import openstack.config
 import openstack.connection
 import openstack.exceptions
 import pytest
+from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.testing import ActivityEnvironment
 
 import activities.kube
@@ -28,25 +30,23 @@ pytestmark = pytest.mark.stack
 
 
 @pytest.fixture(scope="session")
-def admin(identity_stack: StackEnv) -> Iterator[openstack.connection.Connection]:  # noqa: F811
-    """An independent admin connection: tests check Keystone's state with it, not with the activities."""
+def admin(identity_stack: StackEnv) -> Iterator[Identity]:  # noqa: F811
+    """An independent admin Identity v3 client: tests check Keystone's state with it, not with the activities."""
     loader = openstack.config.OpenStackConfig(
         config_files=[str(identity_stack.clouds_yaml)], load_envvars=False
     )
     conn = openstack.connection.Connection(config=loader.get_one(cloud=identity_stack.cloud))
-    yield conn
+    yield cast(Identity, conn.identity)
     conn.close()
 
 
 @pytest.fixture(scope="session")
-def test_domain(admin: openstack.connection.Connection) -> Iterator[str]:
+def test_domain(admin: Identity) -> Iterator[str]:
     """A domain holding this session's projects, users and groups; deleting it removes them all."""
-    domain = admin.identity.create_domain(
-        name=f"osprovt-{uuid.uuid4().hex[:8]}", description="activity tests"
-    )
+    domain = admin.create_domain(name=f"osprovt-{uuid.uuid4().hex[:8]}", description="activity tests")
     yield str(domain.id)
-    admin.identity.update_domain(domain.id, enabled=False)
-    admin.identity.delete_domain(domain.id, ignore_missing=True)
+    admin.update_domain(domain.id, enabled=False)
+    admin.delete_domain(domain.id, ignore_missing=True)
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def _fresh_connections() -> Iterator[None]:
 class Cleanup:
     """Objects outside the test domain (services, endpoints, regions, roles), deleted after the test."""
 
-    admin: openstack.connection.Connection
+    admin: Identity
     items: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, kind: str, object_id: str) -> str:
@@ -81,11 +81,11 @@ class Cleanup:
 
     def run(self) -> None:
         for kind, object_id in reversed(self.items):
-            getattr(self.admin.identity, f"delete_{kind}")(object_id, ignore_missing=True)
+            getattr(self.admin, f"delete_{kind}")(object_id, ignore_missing=True)
 
 
 @pytest.fixture
-def cleanup(admin: openstack.connection.Connection) -> Iterator[Cleanup]:
+def cleanup(admin: Identity) -> Iterator[Cleanup]:
     registry = Cleanup(admin)
     yield registry
     registry.run()
@@ -117,7 +117,10 @@ def secret_store(identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> I
     namespace = "default"
     if _kube_running(identity_stack):
         from kubernetes import client
+        from kubernetes.config import kube_config
 
+        # The kubernetes package reads KUBECONFIG when imported, before the stack fixture sets it.
+        monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(identity_stack.kubeconfig))
         core = client.CoreV1Api(activities.kube.api_client())
         created: list[str] = []
 

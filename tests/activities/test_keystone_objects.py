@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import openstack.connection
 import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -12,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 from activities import keystone
 from activities.errors import CONFLICT, INVALID, NOT_FOUND
 from api.keystone_io import Create, Delete, Find, KeystoneObject, Update
-from tests.activities.conftest import Cleanup
+from tests.activities.conftest import Cleanup, Identity
 
 pytestmark = pytest.mark.stack
 
@@ -69,7 +68,7 @@ def test_find_rejects_a_filter_keystone_cannot_apply(env: ActivityEnvironment) -
 
 
 def test_create_twice_never_duplicates_service_or_endpoint(
-    env: ActivityEnvironment, admin: openstack.connection.Connection, cleanup: Cleanup, unique: str
+    env: ActivityEnvironment, admin: Identity, cleanup: Cleanup, unique: str
 ) -> None:
     name, stype = f"svc-{unique}", f"type-{unique}"
     service_request = Create(
@@ -81,7 +80,7 @@ def test_create_twice_never_duplicates_service_or_endpoint(
     cleanup.add("service", first.id)
     again = env.run(keystone.create, service_request)  # a retry after a worker crash
     assert again.id == first.id
-    assert [s.id for s in admin.identity.services(name=name, type=stype)] == [first.id]
+    assert [s.id for s in admin.services(name=name, type=stype)] == [first.id]
 
     region = _create(env, "region", {"id": f"Region-{unique}"}, name=f"Region-{unique}")
     cleanup.add("region", region.id)
@@ -95,18 +94,18 @@ def test_create_twice_never_duplicates_service_or_endpoint(
     endpoint = env.run(keystone.create, endpoint_request)
     cleanup.add("endpoint", endpoint.id)
     assert env.run(keystone.create, endpoint_request).id == endpoint.id
-    listed = list(admin.identity.endpoints(service_id=first.id, region_id=region.id, interface="public"))
+    listed = list(admin.endpoints(service_id=first.id, region_id=region.id, interface="public"))
     assert [e.id for e in listed] == [endpoint.id]
     assert endpoint.fields["url"] == "http://a/v3"
 
 
 def test_find_returns_every_duplicate_endpoint_and_create_adopts_the_lowest(
-    env: ActivityEnvironment, admin: openstack.connection.Connection, cleanup: Cleanup, unique: str
+    env: ActivityEnvironment, admin: Identity, cleanup: Cleanup, unique: str
 ) -> None:
-    service = admin.identity.create_service(name=f"dup-{unique}", type=f"dup-{unique}")
+    service = admin.create_service(name=f"dup-{unique}", type=f"dup-{unique}")
     cleanup.add("service", service.id)
     twins = [
-        admin.identity.create_endpoint(
+        admin.create_endpoint(
             service_id=service.id, interface="internal", url=f"http://twin{i}", region_id="RegionOne"
         )
         for i in range(2)
@@ -126,17 +125,17 @@ def test_find_returns_every_duplicate_endpoint_and_create_adopts_the_lowest(
         ),
     )
     assert adopted.id == min(t.id for t in twins)
-    assert len(list(admin.identity.endpoints(service_id=service.id))) == 2
+    assert len(list(admin.endpoints(service_id=service.id))) == 2
 
 
 def test_create_that_loses_a_race_adopts_the_winner_on_409(
     env: ActivityEnvironment,
-    admin: openstack.connection.Connection,
+    admin: Identity,
     monkeypatch: pytest.MonkeyPatch,
     unique: str,
 ) -> None:
     name = f"race-{unique}"
-    winner = admin.identity.create_domain(name=name, enabled=False)
+    winner = admin.create_domain(name=name, enabled=False)
     try:
         real_find = keystone._find
         calls = []
@@ -149,9 +148,9 @@ def test_create_that_loses_a_race_adopts_the_winner_on_409(
         adopted = _create(env, "domain", {"name": name, "enabled": False}, name=name)
         assert adopted.id == winner.id
         assert len(calls) == 2  # lookup, Keystone's real 409, lookup again
-        assert [d.id for d in admin.identity.domains(name=name)] == [winner.id]
+        assert [d.id for d in admin.domains(name=name)] == [winner.id]
     finally:
-        admin.identity.delete_domain(winner.id, ignore_missing=True)
+        admin.delete_domain(winner.id, ignore_missing=True)
 
 
 def test_409_without_an_exact_match_is_a_conflict_error(
@@ -177,7 +176,7 @@ def test_409_without_an_exact_match_is_a_conflict_error(
 
 
 def test_update_patches_only_the_given_fields_and_keeps_the_id(
-    env: ActivityEnvironment, admin: openstack.connection.Connection, test_domain: str, unique: str
+    env: ActivityEnvironment, admin: Identity, test_domain: str, unique: str
 ) -> None:
     user = _create(
         env,
@@ -190,7 +189,7 @@ def test_update_patches_only_the_given_fields_and_keeps_the_id(
         keystone.update, Update(kind="user", id=user.id, fields={"description": "new", "enabled": False})
     )
     assert updated.id == user.id
-    fetched = admin.identity.get_user(user.id)
+    fetched = admin.get_user(user.id)
     assert (fetched.description, fetched.is_enabled, fetched.email) == ("new", False, "a@example.org")
     assert updated.fields["description"] == "new" and updated.fields["enabled"] is False
 
@@ -216,9 +215,9 @@ def test_fields_outside_the_contract_are_rejected_before_any_call(
 
 
 def test_delete_twice_reports_deleted_then_already_gone(
-    env: ActivityEnvironment, admin: openstack.connection.Connection, unique: str
+    env: ActivityEnvironment, admin: Identity, unique: str
 ) -> None:
     role = _create(env, "role", {"name": f"role-{unique}", "description": "temp"}, name=f"role-{unique}")
     assert env.run(keystone.delete, Delete(kind="role", id=role.id)) is True
     assert env.run(keystone.delete, Delete(kind="role", id=role.id)) is False
-    assert list(admin.identity.roles(name=f"role-{unique}")) == []
+    assert list(admin.roles(name=f"role-{unique}")) == []
