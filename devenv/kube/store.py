@@ -118,6 +118,8 @@ class Store(Cascades):
         version = version or rtype.storage_version
         body = self._check_body(rtype, version, body)
         meta = clean_meta(body.get("metadata"))
+        if meta.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{generate_suffix()}"
         name = meta.get("name", "")

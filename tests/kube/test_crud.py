@@ -23,6 +23,15 @@ def test_create_answers_201_with_server_set_metadata(api: client.ApiClient, name
     with pytest.raises(client.ApiException) as exc:
         crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a"))
     assert exc.value.status == 409 and status_of(exc.value)["reason"] == "AlreadyExists"
+    with pytest.raises(client.ApiException) as exc:
+        crs.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, {**body, "metadata": {"name": "b", "resourceVersion": "3"}}
+        )
+    assert exc.value.status == 400
+    generated = crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, {**widget("x"), "metadata": {"generateName": "gen-"}}
+    )
+    assert generated["metadata"]["name"].startswith("gen-") and len(generated["metadata"]["name"]) == 9
 
 
 def test_resource_versions_strictly_increase_and_list_carries_one(
