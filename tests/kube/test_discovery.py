@@ -7,7 +7,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kubernetes import client
+from kubernetes import client, config
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 
@@ -115,3 +115,11 @@ def test_starts_in_under_a_second(tmp_path: Path) -> None:
         if timings[-1] < 1.0:
             break
     assert min(timings) < 1.0, f"start-up took {timings}"
+
+
+def test_the_written_kubeconfig_loads_with_the_official_client(emulator: RunningEmulator) -> None:
+    api = config.new_client_from_config(config_file=emulator.kubeconfig, context="osprov-dev")
+    with api:
+        assert api.configuration.host == emulator.url
+        names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items if n.metadata]
+    assert {"default", "kube-system", "kube-public"} <= set(names)
