@@ -290,3 +290,30 @@ def test_deleting_an_owner_garbage_collects_its_dependents(api: client.ApiClient
     core.create_namespaced_secret(namespace, {"metadata": {"name": "unowned"}})
     crs.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "owner")
     assert [s.metadata.name for s in core.list_namespaced_secret(namespace).items] == ["unowned"]
+
+
+def test_a_terminating_namespace_waits_for_finalizers_and_refuses_new_content(
+    api: client.ApiClient, namespace: str
+) -> None:
+    crs, core = custom_objects(api), core_v1(api)
+    crs.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        {**widget("held"), "metadata": {"name": "held", "finalizers": ["test/hold"]}},
+    )
+    core.delete_namespace(namespace)
+    assert core.read_namespace(namespace).status.phase == "Terminating"
+    assert crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "held")["metadata"][
+        "deletionTimestamp"
+    ]
+    with pytest.raises(client.ApiException) as exc:
+        crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("late"))
+    assert exc.value.status == 403 and "being terminated" in status_of(exc.value)["message"]
+    crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, "held", {"metadata": {"finalizers": None}}
+    )
+    with pytest.raises(client.ApiException) as gone:
+        core.read_namespace(namespace)
+    assert gone.value.status == 404
