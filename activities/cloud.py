@@ -84,17 +84,23 @@ def _thread_cache(name: str) -> OrderedDict[Any, openstack.connection.Connection
     return cache
 
 
-def _cloud_region(settings: CloudSettings, auth_overrides: dict[str, Any] | None = None) -> Any:
-    """Load one cloud of clouds.yaml into a CloudRegion (raises Invalid if it cannot be loaded)."""
+def _cloud_region(settings: CloudSettings, scope: dict[str, str] | None = None) -> Any:
+    """Load one cloud of clouds.yaml into a CloudRegion, optionally with its scope replaced.
+
+    Raises Invalid if it cannot be loaded.
+    """
     try:
         loader = openstack.config.OpenStackConfig(
             config_files=[settings.config_file] if settings.config_file else None,
             load_envvars=False,
         )
-        kwargs: dict[str, Any] = {"api_timeout": settings.api_timeout}
-        if auth_overrides:
-            kwargs["auth"] = auth_overrides
-        return loader.get_one(cloud=settings.cloud, **kwargs)
+        entry = loader.cloud_config.get("clouds", {}).get(settings.cloud)
+        if scope is not None and entry is not None:
+            # This loader is ours alone: rewrite the entry's scope in place (get_one's overrides can only
+            # add auth options, and a leftover project_id or system_scope would win over ours).
+            auth = {k: v for k, v in entry.get("auth", {}).items() if k not in _SCOPE_OPTIONS}
+            entry["auth"] = {**auth, **scope}
+        return loader.get_one(cloud=settings.cloud, api_timeout=settings.api_timeout)
     except (openstack.exceptions.ConfigException, ksa_exceptions.ClientException, OSError) as exc:
         # Config errors name files and options, never credential values.
         raise invalid(
@@ -127,9 +133,8 @@ def project_connection(project_name: str, domain_name: str) -> openstack.connect
     if conn is not None:
         cache.move_to_end(key)
         return conn
-    overrides: dict[str, Any] = dict.fromkeys(_SCOPE_OPTIONS)
-    overrides.update(project_name=project_name, project_domain_name=domain_name)
-    conn = openstack.connection.Connection(config=_cloud_region(settings, overrides))
+    scope = {"project_name": project_name, "project_domain_name": domain_name}
+    conn = openstack.connection.Connection(config=_cloud_region(settings, scope))
     cache[key] = conn
     while len(cache) > MAX_PROJECT_CONNECTIONS_PER_THREAD:
         _, evicted = cache.popitem(last=False)

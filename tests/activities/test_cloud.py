@@ -1,0 +1,63 @@
+"""activities/cloud.py: admin and project-scoped connections against the real Keystone."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import openstack.connection
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import cloud, keystone
+from activities.errors import INVALID
+from api.keystone_io import Create, Find, Grant
+
+pytestmark = pytest.mark.stack
+
+
+def test_admin_connection_is_cached_per_thread(identity_stack: object) -> None:
+    first = cloud.admin_connection()
+    assert cloud.admin_connection() is first
+    other: list[openstack.connection.Connection] = []
+    worker = threading.Thread(target=lambda: other.append(cloud.admin_connection()))
+    worker.start()
+    worker.join(timeout=30)
+    assert other and other[0] is not first
+
+
+def test_project_connection_is_scoped_to_the_named_project_and_reuses_its_token(
+    env: ActivityEnvironment, test_domain: str, unique: str
+) -> None:
+    admin_conn = cloud.admin_connection()
+    domain_name = env.run(keystone.find, Find(kind="domain", filters={"id": test_domain}))[0].fields["name"]
+    name = f"scoped-{unique}"
+    project = env.run(
+        keystone.create,
+        Create(
+            kind="project",
+            fields={"name": name, "domain_id": test_domain},
+            find=Find(kind="project", name=name, filters={"domain_id": test_domain}),
+        ),
+    )
+    admin_user = admin_conn.current_user_id
+    admin_role = env.run(keystone.find, Find(kind="role", name="admin"))[0]
+    env.run(keystone.put_grant, Grant(role_id=admin_role.id, user_id=admin_user, project_id=project.id))
+
+    scoped = cloud.project_connection(name, domain_name)
+    assert scoped.current_project_id == project.id
+    assert scoped.current_user_id == admin_user
+    token = scoped.session.get_token()
+    assert cloud.project_connection(name, domain_name) is scoped
+    assert scoped.session.get_token() == token
+    assert cloud.admin_connection().current_project_id != project.id
+
+
+def test_an_unknown_cloud_is_an_invalid_configuration(
+    identity_stack: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OS_CLOUD", "no-such-cloud")
+    with pytest.raises(ApplicationError) as err:
+        cloud.admin_connection()
+    assert err.value.type == INVALID and "no-such-cloud" in str(err.value)
