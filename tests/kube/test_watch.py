@@ -189,6 +189,18 @@ def test_resource_version_older_than_the_window_is_410_gone(small_window: Runnin
         )
         assert len(events) == 1 and events[0]["type"] == "ERROR"
         assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
+        # The official client (as the bridge uses it: with a timeout, so without its own retry) raises 410.
+        stream = watch.Watch().stream(
+            crs.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            PLURAL,
+            resource_version=first["metadata"]["resourceVersion"],
+            timeout_seconds=5,
+        )
+        with pytest.raises(client.ApiException) as exc:
+            next(iter(stream))
+        assert exc.value.status == 410
         recent = crs.list_cluster_custom_object(GROUP, VERSION, PLURAL)["metadata"]["resourceVersion"]
         assert (
             raw_watch(
