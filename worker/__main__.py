@@ -12,6 +12,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+import temporalio.activity
+import temporalio.workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -56,6 +58,9 @@ async def run(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     logs.configure(settings.log_level, component="worker")
+    # The workflow/activity info goes into structured fields (osprov.logs), not into the message text.
+    temporalio.workflow.logger.workflow_info_on_message = False
+    temporalio.activity.logger.activity_info_on_message = False
     asyncio.run(run(settings))
     return 0
 

@@ -1,0 +1,168 @@
+"""Runs osprov's worker and bridge as real processes against the local stack, for integration tests.
+
+Each test module gets its own Kubernetes namespace and task queue, so modules never see each
+other's resources. Processes are their own process group; kill() is a real SIGKILL (crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import openstack
+import openstack.config
+import openstack.connection
+from kubernetes.client.exceptions import ApiException
+
+from devenv.testing import StackEnv
+from tests.support.waiting import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Proc:
+    name: str
+    args: list[str]
+    env: dict[str, str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+        self.popen = subprocess.Popen(self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True, cwd=REPO)
+
+    def kill(self) -> None:
+        """kill -9 of the whole process group: no drain, no cleanup (crash simulation)."""
+        if self.popen and self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.popen and self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@dataclass
+class Osprov:
+    """A worker and a bridge serving one namespace, plus clients to check outcomes with."""
+
+    stack: StackEnv
+    namespace: str
+    worker: Proc
+    bridge: Proc
+    kube: kubernetes.client.ApiClient
+    procs: list[Proc] = field(default_factory=list)
+
+    # ----- Kubernetes side ----------------------------------------------------------------------
+    @property
+    def custom(self) -> kubernetes.client.CustomObjectsApi:
+        return kubernetes.client.CustomObjectsApi(self.kube)
+
+    def apply(self, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        from api.registry import kind_info
+
+        info = kind_info(kind)
+        body = {"apiVersion": info.api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
+        if self.get(kind, name) is None:
+            return self.custom.create_namespaced_custom_object(  # type: ignore[no-any-return]
+                info.group, info.version, self.namespace, info.plural, body)
+        return self.custom.patch_namespaced_custom_object(  # type: ignore[no-any-return]
+            info.group, info.version, self.namespace, info.plural, name, {"spec": spec},
+            _content_type="application/merge-patch+json")
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        from api.registry import kind_info
+
+        info = kind_info(kind)
+        try:
+            return self.custom.get_namespaced_custom_object(  # type: ignore[no-any-return]
+                info.group, info.version, self.namespace, info.plural, name)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def delete(self, kind: str, name: str) -> None:
+        from api.registry import kind_info
+
+        info = kind_info(kind)
+        self.custom.delete_namespaced_custom_object(info.group, info.version, self.namespace, info.plural, name)
+
+    def condition(self, kind: str, name: str, ctype: str = "Ready") -> dict[str, Any] | None:
+        obj = self.get(kind, name) or {}
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("type") == ctype:
+                return c  # type: ignore[no-any-return]
+        return None
+
+    def wait_ready(self, kind: str, name: str, timeout_s: float = 60, generation: int | None = None,
+                   ctype: str = "Ready") -> dict[str, Any]:
+        def ready() -> dict[str, Any] | None:
+            obj = self.get(kind, name) or {}
+            st = obj.get("status") or {}
+            gen = generation or (obj.get("metadata") or {}).get("generation")
+            c = self.condition(kind, name, ctype)
+            return obj if c and c["status"] == "True" and st.get("observedGeneration") == gen else None
+
+        return wait_for(ready, f"{kind} {name} {ctype}", timeout_s)
+
+    def create_secret(self, name: str, data: dict[str, str]) -> None:
+        core = kubernetes.client.CoreV1Api(self.kube)
+        body = {"metadata": {"name": name}, "stringData": data}
+        try:
+            core.create_namespaced_secret(self.namespace, body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            core.patch_namespaced_secret(name, self.namespace, {"stringData": data})
+
+
+def admin_connection(stack: StackEnv) -> openstack.connection.Connection:
+    loader = openstack.config.OpenStackConfig(config_files=[str(stack.clouds_yaml)], load_envvars=False)
+    return openstack.connection.Connection(config=loader.get_one(cloud=stack.cloud))
+
+
+def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
+               extra_env: dict[str, str] | None = None) -> Iterator[Osprov]:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ) | stack.env | {
+        "OSPROV_NAMESPACES": namespace,
+        "OSPROV_TASK_QUEUE": f"osprov-{namespace}",
+        "OSPROV_RESYNC_SECONDS": str(resync_seconds),
+        "OSPROV_ACTIVITY_THREADS": "4",
+        "OSPROV_LOG_LEVEL": "INFO",
+    } | (extra_env or {})
+    kube = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
+    kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
+    python = sys.executable
+    worker = Proc("worker", [python, "-m", "worker"], env, tmp / "worker.log")
+    bridge = Proc("bridge", [python, "-m", "bridge"], env, tmp / "bridge.log")
+    worker.start()
+    bridge.start()
+    o = Osprov(stack=stack, namespace=namespace, worker=worker, bridge=bridge, kube=kube, procs=[worker, bridge])
+    try:
+        yield o
+    finally:
+        for p in o.procs:
+            p.stop()
