@@ -62,8 +62,10 @@ def _install_cached_parser() -> None:
 
 @lru_cache(maxsize=4096)
 def _program(expr: str) -> Any:
+    from .cel_ext import FUNCTIONS
+
     env = _env()
-    return env.program(env.compile(expr))
+    return env.program(env.compile(expr), functions=FUNCTIONS)
 
 
 def _to_cel(value: Any) -> Any:

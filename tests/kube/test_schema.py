@@ -230,3 +230,14 @@ def test_unknown_fields_warn_by_default_and_fail_with_strict_validation(
         urllib.request.urlopen(strict, timeout=10)
     assert exc.value.code == 400
     assert 'strict decoding error: unknown field "spec.bogus"' in json.loads(exc.value.read())["message"]
+
+
+def test_cel_kubernetes_string_library_subset(api: client.ApiClient, namespace: str) -> None:
+    crs = custom_objects(api)
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("a", label="team/web"))
+    for bad in (" padded", "a/b/c"):
+        with pytest.raises(client.ApiException) as exc:
+            crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("b", label=bad))
+        assert _invalid(exc) == {
+            "spec.label": "Invalid value: \"string\": label must not have surrounding spaces nor more than one '/'"
+        }
