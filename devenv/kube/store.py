@@ -350,6 +350,9 @@ class Store(Cascades):
             new = copy.deepcopy(old)
             new["metadata"]["deletionTimestamp"] = now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
+            if "generation" in new["metadata"]:
+                # Upstream markAsDeleting bumps the generation, so controllers keyed on it see the deletion.
+                new["metadata"]["generation"] = int(new["metadata"]["generation"]) + 1
             new["metadata"]["resourceVersion"] = str(self.next_rv())
             self._commit(rtype, "MODIFIED", new, old)
             return new, False

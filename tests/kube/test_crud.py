@@ -193,6 +193,7 @@ def test_finalizers_hold_deletion_and_block_new_finalizers(api: client.ApiClient
     )
     deleted = crs.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a")
     assert deleted["metadata"]["deletionTimestamp"] and deleted["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert deleted["metadata"]["generation"] == 2  # marking for deletion bumps the generation, as upstream
     still = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "a")
     assert still["metadata"]["finalizers"] == ["test/one"]
     with pytest.raises(client.ApiException) as exc:
