@@ -8,14 +8,18 @@ down at session end, but only if it started it and no other live pytest session 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from devenv import procs, stack
 from devenv.config import PORTS, state_dir
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -101,3 +105,15 @@ def identity_stack() -> Iterator[StackEnv]:
 def full_stack() -> Iterator[StackEnv]:
     """The whole OpenStack mini cloud plus Temporal and the kube emulator."""
     yield from _provide(full=True)
+
+
+def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
+    """Poll check() until it returns something truthy (returned); fail the test after timeout."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")

@@ -1,0 +1,162 @@
+"""A small fault-injecting TCP proxy to put in front of one service endpoint.
+
+It runs its own event loop in a daemon thread, so sync and async tests can use it alike, and the
+fault can be switched while clients are connected:
+
+    with FaultProxy("127.0.0.1", 35000) as proxy:           # e.g. Keystone
+        url = f"http://127.0.0.1:{proxy.port}/v3"            # point a client (auth_url/endpoint_override) here
+        proxy.set_fault(Fault.RESET)                         # every new connection is reset
+        ...
+        proxy.set_fault(Fault.PASS)
+
+Faults apply to connections accepted after the switch; set_fault(..., drop_existing=True) also
+severs live ones (pooled keep-alive connections would otherwise keep working).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+
+
+class Fault(enum.Enum):
+    PASS = "pass"  # forward bytes both ways
+    RESET = "reset"  # accept, then RST (connection reset by peer)
+    CLOSE = "close"  # accept, then close without a response (RemoteDisconnected / empty reply)
+    HANG = "hang"  # accept, read, never answer (client timeouts)
+    DELAY = "delay"  # forward after delay_seconds
+    HTTP_503 = "http_503"  # answer 503 Service Unavailable without forwarding
+    GARBAGE = "garbage"  # answer 200 with an unparseable JSON body and a short Content-Length
+
+
+@dataclass
+class _Config:
+    fault: Fault = Fault.PASS
+    delay_seconds: float = 0.0
+
+
+class FaultProxy:
+    def __init__(self, target_host: str, target_port: int, listen_host: str = "127.0.0.1") -> None:
+        self.target_host = target_host
+        self.target_port = target_port
+        self.listen_host = listen_host
+        self.port = 0
+        self.connections_seen = 0
+        self._config = _Config()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy", daemon=True)
+        self._server: asyncio.base_events.Server | None = None
+        self._live: set[asyncio.StreamWriter] = set()
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FaultProxy:
+        self._thread.start()
+        fut = asyncio.run_coroutine_threadsafe(self._serve(), self._loop)
+        self.port = fut.result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            for writer in list(self._live):
+                writer.close()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.listen_host}:{self.port}"
+
+    def set_fault(self, fault: Fault, delay_seconds: float = 0.0, drop_existing: bool = False) -> None:
+        self._config = _Config(fault, delay_seconds)
+        if drop_existing:
+
+            async def drop() -> None:
+                for writer in list(self._live):
+                    _reset(writer)
+
+            asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=10)
+
+    # proxying --------------------------------------------------------------------------------
+    async def _serve(self) -> int:
+        self._server = await asyncio.start_server(self._handle, self.listen_host, 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections_seen += 1
+        config = self._config
+        self._live.add(writer)
+        try:
+            if config.fault is Fault.RESET:
+                _reset(writer)
+                return
+            if config.fault is Fault.CLOSE:
+                return
+            if config.fault is Fault.HANG:
+                while await reader.read(65536):
+                    pass
+                return
+            if config.fault in (Fault.HTTP_503, Fault.GARBAGE):
+                await reader.read(65536)
+                writer.write(_canned(config.fault))
+                await writer.drain()
+                return
+            if config.fault is Fault.DELAY:
+                await asyncio.sleep(config.delay_seconds)
+            up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
+            self._live.add(up_writer)
+            try:
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            finally:
+                self._live.discard(up_writer)
+                up_writer.close()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._live.discard(writer)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.write_eof()
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        # SO_LINGER 0 turns close() into a RST instead of a FIN.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.close()
+
+
+def _canned(fault: Fault) -> bytes:
+    if fault is Fault.HTTP_503:
+        body = b'{"message": "injected by FaultProxy"}'
+        head = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    else:
+        body = b'{"truncated": '
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    return head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
