@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import discovery
+from . import discovery, protobuf
 from .errors import ApiError, bad_request, method_not_allowed, unsupported_media_type
 from .faults import Faults, resource_names
 from .httpio import Target, error_response, json_response, out, parse_target
@@ -35,6 +35,8 @@ async def _body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw:
         return None
+    if request.content_type == protobuf.PROTOBUF:
+        return protobuf.decode(raw)
     try:
         if "yaml" in (request.content_type or ""):
             return yaml.safe_load(raw)
@@ -225,7 +227,9 @@ class Handlers:
             meta["remainingItemCount"] = len(objects) - limit
             objects = objects[:limit]
         if "as=Table" in request.headers.get("Accept", ""):
-            return json_response(to_table(t.rtype, t.version, objects, list_rv, _include(request)))
+            table = to_table(t.rtype, t.version, objects, list_rv, _include(request))
+            table["metadata"] = meta  # keeps continue/remainingItemCount: kubectl get pages with limit=500
+            return json_response(table)
         return json_response(
             {
                 "kind": t.rtype.list_kind,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 
@@ -233,3 +235,33 @@ def test_the_documented_commands_with_the_project_crds(tmp_path: Path) -> None:
             for proc in (waiter, deleter):
                 if proc is not None and proc.poll() is None:
                     os.killpg(proc.pid, 9)
+
+
+def test_kubectl_get_pages_through_large_lists(cluster: RunningEmulator) -> None:
+    kubectl(cluster, "apply", "-f", str(FIXTURES / "keystone" / "crds.yaml"))
+    kubectl(cluster, "create", "namespace", "paged")
+    docs = "\n---\n".join(
+        f"apiVersion: keystone.osh.openstack.org/v1alpha1\nkind: Project\nmetadata: {{name: p{i:03d}}}\nspec: {{name: p{i}}}"
+        for i in range(12)
+    )
+    result = subprocess.run(
+        [KUBECTL, "apply", "-n", "paged", "-f", "-"],
+        input=docs,
+        env={**os.environ, "KUBECONFIG": cluster.kubeconfig},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = kubectl(cluster, "get", "projects", "-n", "paged", "--chunk-size=5", "--no-headers").splitlines()
+    assert [r.split()[0] for r in rows] == [f"p{i:03d}" for i in range(12)]
+
+
+def test_kubectl_create_secret_and_namespace_with_protobuf_bodies(cluster: RunningEmulator) -> None:
+    """kubectl's typed clients POST protobuf for built-ins; the emulator decodes Namespace and Secret."""
+    kubectl(cluster, "create", "namespace", "typed")
+    kubectl(cluster, "create", "secret", "generic", "creds", "-n", "typed", "--from-literal=password=fake-pw")
+    with cluster.api_client() as api:
+        secret = client.CoreV1Api(api).read_namespaced_secret("creds", "typed")
+    assert secret.type == "Opaque" and secret.data == {"password": base64.b64encode(b"fake-pw").decode()}
+    assert "typed" in kubectl(cluster, "get", "namespaces", "-o", "name")
