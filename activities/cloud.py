@@ -17,18 +17,27 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import openstack.config
 import openstack.connection
 import openstack.exceptions
+import requests
+import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
+from temporalio.exceptions import ApplicationError
 
-from activities.errors import invalid
+from activities.errors import UNAUTHORIZED, conflict, error, invalid, not_found, transient
+
+log = structlog.get_logger("osprov.activities.cloud")
 
 DEFAULT_CLOUD = "osprov-admin"
 DEFAULT_API_TIMEOUT_SECONDS = 30.0
+# The provider's explanation of an error is shown to users only up to this length.
+MAX_PROVIDER_DETAIL = 300
 # Project-scoped connections kept per thread (least recently used ones are dropped).
 MAX_PROJECT_CONNECTIONS_PER_THREAD = 64
 
@@ -162,3 +171,64 @@ def close_thread_connections() -> None:
         while cache:
             _, conn = cache.popitem()
             conn.close()
+
+
+# --- error mapping (shared by every OpenStack activity module) -----------------------------------
+
+
+def error_for_status(
+    status: int | None, action: str, detail: str | None, service: str = "Keystone"
+) -> ApplicationError:
+    """The typed error for an HTTP status: 404 NotFound, 409 Conflict, 401 Unauthorized, other 4xx
+    Invalid, 5xx/408/429/unknown Transient (the only retryable one)."""
+    suffix = f": {detail[:MAX_PROVIDER_DETAIL]}" if detail else ""
+    if status == 404:
+        return not_found(f"{action}: not found in {service}{suffix}")
+    if status == 409:
+        return conflict(f"{action}: {service} reports a conflict{suffix}")
+    if status == 401:
+        return error(UNAUTHORIZED, f"{action}: Keystone rejected the controller's credentials (HTTP 401)")
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return invalid(f"{action}: {service} rejected the request (HTTP {status}){suffix}")
+    return transient(f"{action}: {service} is unavailable (HTTP {status or 'unknown'})")
+
+
+@contextmanager
+def openstack_errors(
+    action: str, *, service: str = "Keystone", secret_in_request: bool = False
+) -> Iterator[None]:
+    """Map openstacksdk/keystoneauth exceptions raised inside the block onto typed activity errors.
+
+    Errors are raised `from None`: a chained library exception could quote request data into Temporal
+    history. With secret_in_request, the provider's own explanation is neither shown nor logged (a
+    validation error could quote the request body).
+    """
+    try:
+        yield
+    except ApplicationError:
+        raise
+    except openstack.exceptions.HttpException as exc:
+        detail = None if secret_in_request else _provider_detail(exc.details)
+        log.warning("openstack call failed", action=action, status=exc.status_code, detail=detail)
+        raise error_for_status(exc.status_code, action, detail, service) from None
+    except ksa_exceptions.HttpError as exc:  # raised by keystoneauth itself, i.e. while authenticating
+        log.warning("openstack authentication failed", action=action, status=exc.http_status)
+        raise error_for_status(exc.http_status, action, None, "Keystone") from None
+    except (
+        ksa_exceptions.ConnectionError,
+        ksa_exceptions.RetriableConnectionFailure,
+        ksa_exceptions.DiscoveryFailure,
+        requests.exceptions.RequestException,
+    ) as exc:
+        log.warning("openstack unreachable", action=action, error=type(exc).__name__)
+        raise transient(f"{action}: {service} is unreachable ({type(exc).__name__})") from None
+    except ksa_exceptions.EndpointNotFound:
+        raise invalid(f"{action}: the service catalog has no endpoint for {service}") from None
+    except (ksa_exceptions.ClientException, openstack.exceptions.SDKException) as exc:
+        log.warning("openstack call failed", action=action, error=type(exc).__name__)
+        raise transient(f"{action}: unexpected {type(exc).__name__} talking to {service}") from None
+
+
+def _provider_detail(details: object) -> str | None:
+    text = str(details).strip() if details else ""
+    return text or None

@@ -8,23 +8,21 @@ Secret inside the activity and never leave it: not in results, errors, logs, nor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, NoReturn
 from urllib.parse import quote
 
 import openstack.connection
 import openstack.exceptions
 import requests
-import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities import cloud
-from activities.errors import UNAUTHORIZED, conflict, error, invalid, not_found, transient
+from activities.cloud import openstack_errors
+from activities.errors import conflict, invalid
 from api.keystone_io import (
     CHECK_GRANT,
     CREATE,
@@ -49,66 +47,8 @@ from api.keystone_io import (
     Update,
 )
 
-log = structlog.get_logger("osprov.activities.keystone")
-
 # Kinds Keystone lets you create twice with the same identifying fields (no unique constraint).
 _DUPLICABLE_KINDS = frozenset({"service", "endpoint"})
-# Keystone's explanation of an error is shown to users only up to this length.
-_MAX_DETAIL = 300
-
-
-# --- error mapping -------------------------------------------------------------------------------
-
-
-def _from_status(status: int | None, action: str, detail: str | None) -> ApplicationError:
-    suffix = f": {detail[:_MAX_DETAIL]}" if detail else ""
-    if status == 404:
-        return not_found(f"{action}: not found in Keystone{suffix}")
-    if status == 409:
-        return conflict(f"{action}: Keystone reports a conflict{suffix}")
-    if status == 401:
-        return error(UNAUTHORIZED, f"{action}: Keystone rejected the controller's credentials (HTTP 401)")
-    if status is not None and 400 <= status < 500 and status not in (408, 429):
-        return invalid(f"{action}: Keystone rejected the request (HTTP {status}){suffix}")
-    return transient(f"{action}: Keystone is unavailable (HTTP {status or 'unknown'})")
-
-
-@contextmanager
-def _keystone_errors(action: str, *, secret_in_request: bool = False) -> Iterator[None]:
-    """Map openstacksdk/keystoneauth exceptions onto typed activity errors.
-
-    With secret_in_request, Keystone's own explanation is neither shown nor logged: a validation error
-    could quote the request body.
-    """
-    try:
-        yield
-    except ApplicationError:
-        raise
-    except openstack.exceptions.HttpException as exc:
-        detail = None if secret_in_request else _detail(exc.details)
-        log.warning("keystone call failed", action=action, status=exc.status_code, detail=detail)
-        raise _from_status(exc.status_code, action, detail) from None
-    except ksa_exceptions.HttpError as exc:  # raised by keystoneauth itself, e.g. while authenticating
-        log.warning("keystone call failed", action=action, status=exc.http_status)
-        raise _from_status(exc.http_status, action, None) from None
-    except (
-        ksa_exceptions.ConnectionError,
-        ksa_exceptions.RetriableConnectionFailure,
-        ksa_exceptions.DiscoveryFailure,
-        requests.exceptions.RequestException,
-    ) as exc:
-        log.warning("keystone unreachable", action=action, error=type(exc).__name__)
-        raise transient(f"{action}: Keystone is unreachable ({type(exc).__name__})") from None
-    except ksa_exceptions.EndpointNotFound:
-        raise invalid(f"{action}: the service catalog has no identity endpoint") from None
-    except (ksa_exceptions.ClientException, openstack.exceptions.SDKException) as exc:
-        log.warning("keystone call failed", action=action, error=type(exc).__name__)
-        raise transient(f"{action}: unexpected {type(exc).__name__} talking to Keystone") from None
-
-
-def _detail(details: object) -> str | None:
-    text = str(details).strip() if details else ""
-    return text or None
 
 
 def _raise_for_status(response: requests.Response) -> None:
@@ -117,7 +57,7 @@ def _raise_for_status(response: requests.Response) -> None:
 
 # --- objects -------------------------------------------------------------------------------------
 
-# kind -> (list method, get, create, update, delete) names on conn.identity
+# kind -> its list method on conn.identity (the others are get_/create_/update_/delete_<kind>)
 _PLURAL = {
     "domain": "domains",
     "project": "projects",
@@ -179,7 +119,7 @@ def _find(conn: openstack.connection.Connection, find: Find) -> list[KeystoneObj
 @activity.defn(name=FIND)
 def find(request: Find) -> list[KeystoneObject]:
     """All objects matching every filter exactly, sorted by ID (empty list when none)."""
-    with _keystone_errors(f"find {_describe(request)}"):
+    with openstack_errors(f"find {_describe(request)}"):
         return _find(cloud.admin_connection(), request)
 
 
@@ -188,7 +128,7 @@ def create(request: Create) -> KeystoneObject:
     """Create-if-absent: an existing exact match (lowest ID) is returned instead of creating another."""
     _check_fields(request.kind, request.fields, creating=True)
     what = _describe(request.find)
-    with _keystone_errors(f"create {what}"):
+    with openstack_errors(f"create {what}"):
         conn = cloud.admin_connection()
         existing = _find(conn, request.find)
         if existing:
@@ -208,7 +148,7 @@ def create(request: Create) -> KeystoneObject:
 
 
 def _conflict_without_match(what: str, exc: openstack.exceptions.HttpException) -> NoReturn:
-    detail = _detail(exc.details)
+    detail = str(exc.details).strip()[: cloud.MAX_PROVIDER_DETAIL] if exc.details else None
     raise conflict(
         f"create {what}: Keystone reports a conflict but no exact match exists "
         f"(a name differing only in letter case, or in another scope?)" + (f": {detail}" if detail else "")
@@ -219,7 +159,7 @@ def _conflict_without_match(what: str, exc: openstack.exceptions.HttpException) 
 def update(request: Update) -> KeystoneObject:
     """PATCH only the given fields; the object keeps its ID."""
     _check_fields(request.kind, request.fields, creating=False)
-    with _keystone_errors(f"update {request.kind} {request.id}"):
+    with openstack_errors(f"update {request.kind} {request.id}"):
         conn = cloud.admin_connection()
         return _to_object(
             request.kind, _proxy_call(conn, "update", request.kind)(request.id, **request.fields)
@@ -229,7 +169,7 @@ def update(request: Update) -> KeystoneObject:
 @activity.defn(name=DELETE)
 def delete(request: Delete) -> bool:
     """Delete by ID. True if deleted now, False if it was already gone."""
-    with _keystone_errors(f"delete {request.kind} {request.id}"):
+    with openstack_errors(f"delete {request.kind} {request.id}"):
         conn = cloud.admin_connection()
         try:
             _proxy_call(conn, "delete", request.kind)(request.id, ignore_missing=False)
@@ -273,7 +213,7 @@ def _describe_grant(grant: Grant) -> str:
 @activity.defn(name=CHECK_GRANT)
 def check_grant(request: Grant) -> bool:
     """True if the grant exists. False also when the role, subject or scope does not exist."""
-    with _keystone_errors(f"check grant of {_describe_grant(request)}"):
+    with openstack_errors(f"check grant of {_describe_grant(request)}"):
         response = cloud.admin_connection().identity.head(_grant_path(request))
         if response.status_code == 404:
             return False
@@ -284,14 +224,14 @@ def check_grant(request: Grant) -> bool:
 @activity.defn(name=PUT_GRANT)
 def put_grant(request: Grant) -> None:
     """Grant the role (PUT is idempotent)."""
-    with _keystone_errors(f"grant {_describe_grant(request)}"):
+    with openstack_errors(f"grant {_describe_grant(request)}"):
         _raise_for_status(cloud.admin_connection().identity.put(_grant_path(request)))
 
 
 @activity.defn(name=REVOKE_GRANT)
 def revoke_grant(request: Grant) -> bool:
     """Revoke the grant. True if revoked now, False if it was not there."""
-    with _keystone_errors(f"revoke {_describe_grant(request)}"):
+    with openstack_errors(f"revoke {_describe_grant(request)}"):
         response = cloud.admin_connection().identity.delete(_grant_path(request))
         if response.status_code == 404:
             return False
@@ -330,7 +270,7 @@ def probe_password(request: Probe) -> ProbeResult:
         include_catalog=False,
     )
     del password
-    with requests.Session() as http, _keystone_errors(action, secret_in_request=True):
+    with requests.Session() as http, openstack_errors(action, secret_in_request=True):
         session = ksa_session.Session(
             auth=plugin, session=http, verify=endpoint.verify, cert=endpoint.cert, timeout=endpoint.timeout
         )
@@ -345,7 +285,7 @@ def probe_password(request: Probe) -> ProbeResult:
 def set_password(request: SetPassword) -> None:
     """PATCH the user's password to the Secret's value (Keystone then revokes the user's tokens)."""
     password = _read_password(request.secret)
-    with _keystone_errors(f"set password of user {request.user_id}", secret_in_request=True):
+    with openstack_errors(f"set password of user {request.user_id}", secret_in_request=True):
         response = cloud.admin_connection().identity.patch(
             f"/users/{quote(request.user_id, safe='')}",
             json={"user": {"password": password}},
