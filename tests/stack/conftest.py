@@ -11,8 +11,6 @@ from openstack.config.loader import OpenStackConfig
 
 from devenv.testing import StackEnv
 
-pytest_plugins = ["devenv.testing"]
-
 
 @pytest.fixture(scope="session")
 def admin_conn(full_stack: StackEnv) -> Iterator[Any]:
