@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 
 from activities import errors
-from api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
+from api.kube_io import FinalizerChange, ObjectRef, PatchStatus, SecretKey, SecretVersion, WriteResult
 
 MERGE_PATCH = "application/merge-patch+json"
 _local = threading.local()
@@ -122,8 +122,7 @@ def remove_finalizer(req: FinalizerChange) -> WriteResult:
     return _set_finalizer(req.obj, req.finalizer, present=False)
 
 
-def read_secret_value(namespace: str, name: str, key: str) -> str:
-    """A Secret's value, read inside an activity. The value never leaves the calling activity."""
+def _read_secret(namespace: str, name: str, key: str) -> tuple[str, str]:
     try:
         secret = client.CoreV1Api(api_client()).read_namespaced_secret(name, namespace)
     except ApiException as err:
@@ -135,9 +134,23 @@ def read_secret_value(namespace: str, name: str, key: str) -> str:
     if key not in data:
         raise errors.not_found(f"Secret {namespace}/{name} has no key {key}; add it or fix the key name")
     try:
-        return base64.b64decode(data[key]).decode("utf-8")
+        value = base64.b64decode(data[key]).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         raise errors.invalid(f"Secret {namespace}/{name} key {key} is not valid UTF-8 text") from None
+    if not value:
+        raise errors.invalid(f"Secret {namespace}/{name} key {key} is empty; put the password there")
+    return value, str(secret.metadata.resource_version if secret.metadata else "")
 
 
-ACTIVITIES = [patch_status, add_finalizer, remove_finalizer]
+def read_secret_value(namespace: str, name: str, key: str) -> str:
+    """A Secret's value, read inside an activity. The value never leaves the calling activity."""
+    return _read_secret(namespace, name, key)[0]
+
+
+@activity.defn(name="kube.check_secret")
+def check_secret(req: SecretKey) -> SecretVersion:
+    """Fail early (before any cloud write) when a Secret or its key is missing; return its version only."""
+    return SecretVersion(resource_version=_read_secret(req.namespace, req.name, req.key)[1])
+
+
+ACTIVITIES = [patch_status, add_finalizer, remove_finalizer, check_secret]

@@ -33,3 +33,15 @@ class WriteResult(BaseModel):
 
     exists: bool
     changed: bool = False
+
+
+class SecretKey(BaseModel):
+    namespace: str
+    name: str
+    key: str
+
+
+class SecretVersion(BaseModel):
+    """A Secret key exists; only its version crosses into history, never the value or a hash of it."""
+
+    resource_version: str

@@ -40,6 +40,7 @@ from bridge.watch import Obj, Target, Watcher
 from osprov import logs
 from osprov.settings import Settings
 from osprov.temporal import connect
+from workflows.all import BY_KIND  # the kinds this build can reconcile
 
 log = logs.log("osprov.bridge")
 LANES = 8
@@ -55,9 +56,8 @@ class Bridge:
         self.lanes: list[asyncio.Queue[tuple[str, Any]]] = [asyncio.Queue() for _ in range(LANES)]
         self.stop = threading.Event()
         self.loop = asyncio.get_running_loop()
-        self.kinds = (
-            [registry.kind_info(k) for k in settings.kinds] if settings.kinds else list(registry.ALL_KINDS)
-        )
+        served = settings.kinds or [i.kind for i in registry.ALL_KINDS if i.kind in BY_KIND]
+        self.kinds = [registry.kind_info(k) for k in served]
         self.snapshots_pending = {(i.kind, ns) for i in self.kinds for ns in settings.namespaces}
         self.first_snapshots = asyncio.Event()
 

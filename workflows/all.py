@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 from workflows.keystone.domain import DomainWorkflow
+from workflows.keystone.endpoint import EndpointWorkflow
 from workflows.keystone.group import GroupWorkflow
 from workflows.keystone.project import ProjectWorkflow
 from workflows.keystone.role import RoleWorkflow
+from workflows.keystone.role_assignment import RoleAssignmentWorkflow
 from workflows.keystone.service import ServiceWorkflow
+from workflows.keystone.user import UserWorkflow
 
-WORKFLOWS: list[type] = [DomainWorkflow, ProjectWorkflow, RoleWorkflow, GroupWorkflow, ServiceWorkflow]
+WORKFLOWS: list[type] = [
+    DomainWorkflow,
+    ProjectWorkflow,
+    RoleWorkflow,
+    GroupWorkflow,
+    UserWorkflow,
+    RoleAssignmentWorkflow,
+    ServiceWorkflow,
+    EndpointWorkflow,
+]
 BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS}  # type: ignore[attr-defined]

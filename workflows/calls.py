@@ -30,7 +30,7 @@ async def call(
     result_type: type[T] | None = None,
     *,
     summary: str | None = None,
-    timeout: timedelta = timedelta(seconds=60),
+    timeout: timedelta = timedelta(seconds=45),
     retry: RetryPolicy = DEFAULT_RETRY,
     heartbeat: timedelta | None = None,
 ) -> T:

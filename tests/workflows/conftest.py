@@ -11,6 +11,8 @@ import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from tests.workflows.harness import Harness, harness
+
 
 def test_server_path() -> str:
     local = Path(sys.executable).parent / "temporal-test-server"
@@ -29,3 +31,9 @@ async def tenv() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest_asyncio.fixture
+async def h(tenv: WorkflowEnvironment) -> AsyncIterator[Harness]:
+    async for x in harness(tenv):
+        yield x

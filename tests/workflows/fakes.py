@@ -13,7 +13,7 @@ from temporalio import activity
 
 from activities import errors
 from api import keystone_io as io
-from api.kube_io import FinalizerChange, PatchStatus, WriteResult
+from api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
 
 
 @dataclass
@@ -23,6 +23,9 @@ class FakeCloud:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     finalizers: list[str] = field(default_factory=list)
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
+    secrets: dict[str, str] = field(default_factory=dict)  # "ns/name/key" -> value (stays in the fake)
+    passwords: dict[str, str] = field(default_factory=dict)  # user id -> password Keystone holds
+    grants: set[str] = field(default_factory=set)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -95,4 +98,61 @@ class FakeCloud:
                 cloud.finalizers.remove(req.finalizer)
             return WriteResult(exists=True, changed=True)
 
-        return [find, create, update, delete, patch_status, add_finalizer, remove_finalizer]
+        def secret_value(ref: io.SecretRef | SecretKey) -> str:
+            value = cloud.secrets.get(f"{ref.namespace}/{ref.name}/{ref.key}")
+            if value is None:
+                raise errors.not_found(f"Secret {ref.namespace}/{ref.name} has no key {ref.key}")
+            return value
+
+        @activity.defn(name="kube.check_secret")
+        async def check_secret(req: SecretKey) -> SecretVersion:
+            cloud.calls.append("kube.check_secret")
+            secret_value(req)
+            return SecretVersion(resource_version="1")
+
+        @activity.defn(name=io.PROBE_PASSWORD)
+        async def probe_password(req: io.Probe) -> io.ProbeResult:
+            cloud.calls.append(io.PROBE_PASSWORD)
+            ok = cloud.passwords.get(req.user_id) == secret_value(req.secret)
+            return io.ProbeResult(outcome="valid" if ok else "unauthorized")
+
+        @activity.defn(name=io.SET_PASSWORD)
+        async def set_password(req: io.SetPassword) -> None:
+            cloud.calls.append(io.SET_PASSWORD)
+            cloud.passwords[req.user_id] = secret_value(req.secret)
+
+        def grant_key(g: io.Grant) -> str:
+            return g.model_dump_json()
+
+        @activity.defn(name=io.CHECK_GRANT)
+        async def check_grant(req: io.Grant) -> bool:
+            cloud.calls.append(io.CHECK_GRANT)
+            return grant_key(req) in cloud.grants
+
+        @activity.defn(name=io.PUT_GRANT)
+        async def put_grant(req: io.Grant) -> None:
+            cloud.calls.append(io.PUT_GRANT)
+            cloud.grants.add(grant_key(req))
+
+        @activity.defn(name=io.REVOKE_GRANT)
+        async def revoke_grant(req: io.Grant) -> bool:
+            cloud.calls.append(io.REVOKE_GRANT)
+            present = grant_key(req) in cloud.grants
+            cloud.grants.discard(grant_key(req))
+            return present
+
+        return [
+            find,
+            create,
+            update,
+            delete,
+            patch_status,
+            add_finalizer,
+            remove_finalizer,
+            check_secret,
+            probe_password,
+            set_password,
+            check_grant,
+            put_grant,
+            revoke_grant,
+        ]

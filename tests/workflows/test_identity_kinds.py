@@ -1,0 +1,141 @@
+"""User, RoleAssignment and Endpoint decisions on the time-skipping server with stubbed activities."""
+
+from __future__ import annotations
+
+from api import keystone_io as io
+from api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
+from tests.workflows.harness import Harness, eventually
+
+USER = {"name": "cinder", "domain": "service", "passwordSecret": {"name": "cinder-pw"}}
+
+
+def seed_domain(h: Harness) -> str:
+    return h.cloud.add("domain", name="service", enabled=True).id
+
+
+async def test_new_user_gets_its_password_without_a_probe(h: Harness) -> None:
+    seed_domain(h)
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "s3cret"
+    await h.apply("User", USER)
+    await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
+    [user] = h.cloud.of("user")
+    assert h.cloud.passwords[user.id] == "s3cret"
+    assert h.cloud.count(io.PROBE_PASSWORD) == 0 and h.cloud.count(io.SET_PASSWORD) == 1
+    assert h.cloud.statuses[-1]["userID"] == user.id
+
+
+async def test_password_probe_runs_only_on_change_or_resync(h: Harness) -> None:
+    seed_domain(h)
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "s3cret"
+    wf = await h.apply("User", USER)
+    await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
+    # A relist of the same generation: no probe.
+    await h.signal(wf, 1, USER)
+    await h.env.sleep(300)
+    assert h.cloud.count(io.PROBE_PASSWORD) == 0
+    # The periodic resync probes once; the password is valid, so nothing is written.
+    await h.env.sleep(301)
+    await eventually(lambda: h.cloud.count(io.PROBE_PASSWORD) == 1, "resync probe")
+    assert h.cloud.count(io.SET_PASSWORD) == 1
+
+
+async def test_rotated_secret_reaches_the_user_without_a_user_change(h: Harness) -> None:
+    seed_domain(h)
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "old"
+    wf = await h.apply("User", USER)
+    await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
+    [user] = h.cloud.of("user")
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "new"
+    await wf.signal(
+        SIGNAL_SECRET_CHANGED, SecretChanged(namespace="ns", name="cinder-pw", resource_version="2")
+    )
+    await eventually(lambda: h.cloud.passwords[user.id] == "new", "rotated password written")
+    assert h.cloud.count(io.PROBE_PASSWORD) == 1  # probed once, 401, then written
+    assert "password updated" in h.last_ready()["message"]
+
+
+async def test_missing_secret_is_reported_before_any_keystone_write(h: Harness) -> None:
+    seed_domain(h)
+    await h.apply("User", USER)
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    ready = h.last_ready()
+    assert ready["status"] == "False" and "Secret ns/cinder-pw has no key OS_PASSWORD" in ready["message"]
+    assert h.cloud.of("user") == [] and h.cloud.count(io.CREATE) == 0
+
+
+async def test_role_assignment_puts_missing_grant_and_restores_a_revoked_one(h: Harness) -> None:
+    dom = seed_domain(h)
+    role = h.cloud.add("role", name="admin")
+    user = h.cloud.add("user", name="cinder", domain_id=dom)
+    proj = h.cloud.add("project", name="service", domain_id=dom)
+    spec = {
+        "role": {"name": "admin"},
+        "user": {"name": "cinder", "domain": "service"},
+        "project": {"name": "service", "domain": "service"},
+    }
+    await h.apply("RoleAssignment", spec)
+    await eventually(lambda: bool(h.cloud.grants), "grant put")
+    [grant] = h.cloud.grants
+    assert io.Grant.model_validate_json(grant) == io.Grant(
+        role_id=role.id, user_id=user.id, project_id=proj.id
+    )
+    h.cloud.grants.clear()  # revoked by hand
+    await h.env.sleep(601)
+    await eventually(lambda: bool(h.cloud.grants), "grant restored by the resync")
+    assert h.cloud.count(io.PUT_GRANT) == 2
+
+
+async def test_role_assignment_delete_revokes_the_recorded_grant(h: Harness) -> None:
+    dom = seed_domain(h)
+    h.cloud.add("role", name="reader")
+    h.cloud.add("group", name="admins", domain_id=dom)
+    spec = {
+        "role": {"name": "reader"},
+        "group": {"name": "admins", "domain": "service"},
+        "domain": {"name": "service"},
+        "deletionPolicy": "delete",
+    }
+    wf = await h.apply("RoleAssignment", spec)
+    await eventually(lambda: bool(h.cloud.grants), "grant put")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
+    assert await wf.result() == "deleted"
+    assert h.cloud.grants == set() and h.cloud.count(io.REVOKE_GRANT) == 1
+
+
+ENDPOINT = {
+    "service": {"name": "cinderv3", "type": "volumev3"},
+    "region": "RegionOne",
+    "urls": {"internal": "http://cinder:8776/v3", "public": "http://cinder.example/v3"},
+}
+
+
+async def test_endpoint_publishes_given_interfaces_and_patches_urls_in_place(h: Harness) -> None:
+    svc = h.cloud.add("service", name="cinderv3", type="volumev3")
+    wf = await h.apply("Endpoint", ENDPOINT)
+    await eventually(lambda: bool(h.cloud.statuses), "endpoints created")
+    eps = {e.fields["interface"]: e for e in h.cloud.of("endpoint")}
+    assert set(eps) == {"internal", "public"}  # admin omitted: not published
+    assert all(e.fields["service_id"] == svc.id for e in eps.values())
+    assert [r.id for r in h.cloud.of("region")] and h.cloud.statuses[-1]["endpointIDs"] == {
+        i: e.id for i, e in eps.items()
+    }
+    changed = ENDPOINT | {"urls": ENDPOINT["urls"] | {"public": "https://cinder.example/v3"}}
+    await h.signal(wf, 2, changed)
+    await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2")
+    public = h.cloud.objects["endpoint"][eps["public"].id]
+    assert public.fields["url"] == "https://cinder.example/v3"  # same ID, patched
+    assert len(h.cloud.of("endpoint")) == 2
+
+
+async def test_endpoint_duplicates_adopt_lowest_and_are_named_not_deleted(h: Harness) -> None:
+    svc = h.cloud.add("service", name="cinderv3", type="volumev3")
+    h.cloud.add("region", name="RegionOne")
+    h.cloud.objects["region"] = {"RegionOne": io.KeystoneObject(kind="region", id="RegionOne", fields={})}
+    keys = {"service_id": svc.id, "region_id": "RegionOne", "interface": "public"}
+    first = h.cloud.add("endpoint", url="http://a", **keys)
+    second = h.cloud.add("endpoint", url="http://b", **keys)
+    await h.apply("Endpoint", ENDPOINT | {"urls": {"public": "http://a"}})
+    await eventually(lambda: bool(h.cloud.statuses), "reconciled")
+    assert h.cloud.statuses[-1]["endpointIDs"] == {"public": first.id}
+    assert second.id in h.last_ready()["message"]
+    assert {e.id for e in h.cloud.of("endpoint")} == {first.id, second.id}
