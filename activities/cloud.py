@@ -210,9 +210,11 @@ def openstack_errors(
     except openstack.exceptions.HttpException as exc:
         detail = None if secret_in_request else _provider_detail(exc.details)
         log.warning("openstack call failed", action=action, status=exc.status_code, detail=detail)
+        _forget_rejected_credentials(exc.status_code)
         raise error_for_status(exc.status_code, action, detail, service) from None
     except ksa_exceptions.HttpError as exc:  # raised by keystoneauth itself, i.e. while authenticating
         log.warning("openstack authentication failed", action=action, status=exc.http_status)
+        _forget_rejected_credentials(exc.http_status)
         raise error_for_status(exc.http_status, action, None, "Keystone") from None
     except (
         ksa_exceptions.ConnectionError,
@@ -227,6 +229,13 @@ def openstack_errors(
     except (ksa_exceptions.ClientException, openstack.exceptions.SDKException) as exc:
         log.warning("openstack call failed", action=action, error=type(exc).__name__)
         raise transient(f"{action}: unexpected {type(exc).__name__} talking to {service}") from None
+
+
+def _forget_rejected_credentials(status: int | None) -> None:
+    """After a 401 drop this thread's connections, so the next attempt re-reads clouds.yaml (e.g. a
+    rotated controller password) instead of retrying the rejected credentials forever."""
+    if status == 401:
+        close_thread_connections()
 
 
 def _provider_detail(details: object) -> str | None:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 
 import openstack.connection
 import pytest
+import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import cloud, keystone
-from activities.errors import INVALID
+from activities.errors import INVALID, UNAUTHORIZED
 from api.keystone_io import Create, Find, Grant
+from devenv.testing import StackEnv
+from tests.activities.conftest import Identity
 
 pytestmark = pytest.mark.stack
 
@@ -61,3 +65,43 @@ def test_an_unknown_cloud_is_an_invalid_configuration(
     with pytest.raises(ApplicationError) as err:
         cloud.admin_connection()
     assert err.value.type == INVALID and "no-such-cloud" in str(err.value)
+
+
+def test_rejected_credentials_are_unauthorized_and_reread_on_the_next_attempt(
+    env: ActivityEnvironment,
+    identity_stack: StackEnv,
+    admin: Identity,
+    test_domain: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unique: str,
+) -> None:
+    # A controller identity of its own (never the shared admin: failed logins count towards lockout).
+    password = "ctl-" + uuid.uuid4().hex
+    user = admin.create_user(name=f"ctl-{unique}", domain_id=test_domain, password=password)
+    project = admin.create_project(name=f"ctl-{unique}", domain_id=test_domain)
+    role = next(iter(admin.roles(name="admin")))
+    assert admin.put(f"/projects/{project.id}/users/{user.id}/roles/{role.id}").status_code == 204
+    auth = {
+        "auth_url": identity_stack.keystone_url,
+        "username": user.name,
+        "user_domain_id": test_domain,
+        "project_name": project.name,
+        "project_domain_id": test_domain,
+    }
+    clouds = tmp_path / "clouds.yaml"
+
+    def write_clouds(secret: str) -> None:
+        clouds.write_text(yaml.safe_dump({"clouds": {"ctl": {"auth": {**auth, "password": secret}}}}))
+
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
+    monkeypatch.setenv("OS_CLOUD", "ctl")
+    write_clouds("wrong-" + password)
+    with pytest.raises(ApplicationError) as err:
+        env.run(keystone.find, Find(kind="domain", filters={"id": test_domain}))
+    assert err.value.type == UNAUTHORIZED and password not in str(err.value)
+
+    write_clouds(password)  # the operator fixes the Secret behind clouds.yaml; no worker restart
+    assert [d.id for d in env.run(keystone.find, Find(kind="domain", filters={"id": test_domain}))] == [
+        test_domain
+    ]
