@@ -1,0 +1,61 @@
+"""One scenario per workflow type, run on the time-skipping server with stubbed activities.
+
+`python -m tests.replay.record` runs them and writes each history to histories/<Kind>.json; the
+replay test replays those files against the current code, so any change to a workflow's command
+sequence (a non-deterministic change for running workflows) fails CI until it is patched or the
+history is deliberately re-recorded (see docs/operations.md, "Upgrades").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tests.workflows.harness import Harness, eventually
+
+FINALIZER = "keystone.osh.openstack.org/finalizer"
+
+
+def _seed(h: Harness) -> None:
+    dom = h.cloud.add("domain", name="service", enabled=True).id
+    h.cloud.add("role", name="admin")
+    h.cloud.add("user", name="cinder", domain_id=dom)
+    h.cloud.add("project", name="service", domain_id=dom)
+    h.cloud.add("service", name="cinderv3", type="volumev3")
+    h.cloud.secrets["ns/pw/OS_PASSWORD"] = "not-a-real-password"
+
+
+SPECS: dict[str, dict[str, Any]] = {
+    "Domain": {"name": "d1", "description": "x"},
+    "Project": {"name": "p1", "domain": "service"},
+    "Role": {"name": "r1"},
+    "Group": {"name": "g1", "domain": "service"},
+    "User": {"name": "u1", "domain": "service", "passwordSecret": {"name": "pw"}},
+    "RoleAssignment": {"role": {"name": "admin"}, "user": {"name": "cinder", "domain": "service"},
+                       "project": {"name": "service", "domain": "service"}},
+    "Service": {"name": "s1", "type": "t1"},
+    "Endpoint": {"service": {"name": "cinderv3", "type": "volumev3"}, "region": "RegionOne",
+                 "urls": {"public": "http://x/v3"}},
+}
+
+
+async def lifecycle(h: Harness, kind: str) -> str:
+    """Create (with deletionPolicy delete), one resync, a spec change, then delete."""
+    _seed(h)
+    spec = SPECS[kind] | {"deletionPolicy": "delete"}
+    wf = await h.apply(kind, spec, name="replay", uid=f"replay-{kind.lower()}")
+    await eventually(lambda: bool(h.cloud.statuses), f"{kind} reconciled")
+    await h.env.sleep(601)
+    await eventually(lambda: _passes(h, wf, 2), f"{kind} resynced")
+    await h.signal(wf, 2, spec | {"retryInterval": "30s"}, finalizers=[FINALIZER])
+    await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, f"{kind} generation 2")
+    await h.signal(wf, 2, spec, deleting=True, finalizers=[FINALIZER])
+    await wf.result()
+    return wf.id
+
+
+async def _passes(h: Harness, wf: Any, n: int) -> bool:
+    return (await h.state(wf)).passes >= n
+
+
+SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}

@@ -1,0 +1,28 @@
+"""Determinism guard: every workflow type replays its recorded history with the current code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows.all import WORKFLOWS
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def test_every_workflow_type_has_a_recorded_history() -> None:
+    recorded = {p.stem for p in HISTORIES.glob("*.json")}
+    types = {wf.__temporal_workflow_definition.name for wf in WORKFLOWS}  # type: ignore[attr-defined]
+    assert types <= recorded, f"record histories for {sorted(types - recorded)}: python -m tests.replay.record"
+
+
+@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", path.read_text())
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.stem}: {result.replay_failure}"
