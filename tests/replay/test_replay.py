@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ def test_every_workflow_type_has_a_recorded_history() -> None:
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(f"replay-{path.stem}", path.read_text())
+    text = await asyncio.to_thread(path.read_text)
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", text)
     replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.stem}: {result.replay_failure}"
