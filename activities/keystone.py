@@ -88,6 +88,9 @@ def _check_fields(kind: str, fields: dict[str, Any], *, creating: bool) -> None:
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise invalid(f"unsupported {kind} field(s) {unknown}; supported: {sorted(allowed)}")
+    if creating and kind == "region" and not fields.get("id"):
+        # Without it Keystone invents a random ID that no lookup by name finds: every retry would add one.
+        raise invalid("a region is created with its name as fields['id']")
 
 
 def _describe(find: Find) -> str:

@@ -26,8 +26,6 @@ from devenv.config import PORTS
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv, identity_stack  # noqa: F401  (session fixture used below)
 
-pytestmark = pytest.mark.stack
-
 
 @pytest.fixture(scope="session")
 def admin(identity_stack: StackEnv) -> Iterator[Identity]:  # noqa: F811

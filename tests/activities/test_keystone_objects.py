@@ -86,6 +86,9 @@ def test_create_twice_never_duplicates_service_or_endpoint(
     cleanup.add("region", region.id)
     assert region.id == f"Region-{unique}"
     assert _create(env, "region", {"id": f"Region-{unique}"}, name=f"Region-{unique}").id == region.id
+    with pytest.raises(ApplicationError) as err:  # no ID: Keystone would invent one on every retry
+        _create(env, "region", {"description": "x"}, name=f"Region-{unique}-b")
+    assert err.value.type == INVALID
 
     filters = {"service_id": first.id, "region_id": region.id, "interface": "public"}
     endpoint_request = Create(
