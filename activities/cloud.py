@@ -9,7 +9,7 @@ OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rath
 Environment:
   OS_CLOUD                  cloud name in clouds.yaml (default "osprov-admin")
   OS_CLIENT_CONFIG_FILE     path of clouds.yaml (default: openstacksdk's search path)
-  OSPROV_API_TIMEOUT        seconds per HTTP request to OpenStack (default 30)
+  OSPROV_API_TIMEOUT        seconds per HTTP request to OpenStack (default 10)
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from activities.errors import UNAUTHORIZED, conflict, error, invalid, not_found,
 log = structlog.get_logger("osprov.activities.cloud")
 
 DEFAULT_CLOUD = "osprov-admin"
-DEFAULT_API_TIMEOUT_SECONDS = 30.0
+# Per HTTP request; a create is up to three requests plus authentication, and workflows give an activity
+# attempt 45 s (workflows/calls.py), so a hung Keystone surfaces as Transient within the attempt.
+DEFAULT_API_TIMEOUT_SECONDS = 10.0
 # The provider's explanation of an error is shown to users only up to this length.
 MAX_PROVIDER_DETAIL = 300
 # Project-scoped connections kept per thread (least recently used ones are dropped).
