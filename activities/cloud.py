@@ -112,12 +112,22 @@ def _cloud_region(settings: CloudSettings, scope: dict[str, str] | None = None) 
             auth = {k: v for k, v in entry.get("auth", {}).items() if k not in _SCOPE_OPTIONS}
             entry["auth"] = {**auth, **scope}
         return loader.get_one(cloud=settings.cloud, api_timeout=settings.api_timeout)
-    except (openstack.exceptions.ConfigException, ksa_exceptions.ClientException, OSError) as exc:
-        # Config errors name files and options, never credential values.
+    except (openstack.exceptions.ConfigException, ksa_exceptions.ClientException) as exc:
+        # These name clouds and options, never credential values.
+        raise invalid(f"cannot load cloud {settings.cloud!r} from {_where(settings)}: {exc}") from None
+    except Exception as exc:
+        # e.g. a YAML syntax error, whose text quotes the offending line (which may hold a password)
         raise invalid(
-            f"cannot load cloud {settings.cloud!r} from clouds.yaml "
-            f"({settings.config_file or 'default search path'}): {type(exc).__name__}: {exc}"
+            f"cannot load cloud {settings.cloud!r} from {_where(settings)}: {type(exc).__name__}"
         ) from None
+
+
+def _where(settings: CloudSettings) -> str:
+    return (
+        f"clouds.yaml at {settings.config_file}"
+        if settings.config_file
+        else "clouds.yaml (default search path)"
+    )
 
 
 def admin_connection() -> openstack.connection.Connection:
