@@ -10,8 +10,8 @@ from .store import Store
 
 SERVER_VERSION = {
     "major": "1",
-    "minor": "34",
-    "gitVersion": "v1.34.0-osprov-emulator",
+    "minor": "36",
+    "gitVersion": "v1.36.0-osprov-emulator",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",

@@ -15,7 +15,7 @@ from aiohttp import web
 from . import discovery, protobuf
 from .errors import ApiError, bad_request, method_not_allowed, unsupported_media_type
 from .faults import Faults, resource_names
-from .httpio import Target, error_response, json_response, out, parse_target
+from .httpio import Target, error_response, include_object, json_response, out, parse_target
 from .patch import json_patch, merge_patch
 from .selectors import selector_from_query
 from .store import Store, WriteOptions
@@ -197,7 +197,9 @@ class Handlers:
         accept = request.headers.get("Accept", "")
         if "as=Table" in accept:
             return json_response(
-                to_table(t.rtype, t.version, [obj], obj["metadata"]["resourceVersion"], _include(request))
+                to_table(
+                    t.rtype, t.version, [obj], obj["metadata"]["resourceVersion"], include_object(request)
+                )
             )
         return json_response(out(obj, t.rtype, t.version))
 
@@ -227,7 +229,7 @@ class Handlers:
             meta["remainingItemCount"] = len(objects) - limit
             objects = objects[:limit]
         if "as=Table" in request.headers.get("Accept", ""):
-            table = to_table(t.rtype, t.version, objects, list_rv, _include(request))
+            table = to_table(t.rtype, t.version, objects, list_rv, include_object(request))
             table["metadata"] = meta  # keeps continue/remainingItemCount: kubectl get pages with limit=500
             return json_response(table)
         return json_response(
@@ -320,13 +322,6 @@ class Handlers:
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
-
-
-def _include(request: web.Request) -> str:
-    for part in request.headers.get("Accept", "").split(";"):
-        if part.strip().startswith("includeObject="):
-            return part.strip().split("=", 1)[1].split(",")[0]
-    return request.query.get("includeObject", "PartialObjectMetadata")
 
 
 def _drop_directives(patch: Any) -> Any:

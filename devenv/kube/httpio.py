@@ -72,3 +72,10 @@ def parse_target(store: Store, path: str) -> Target | None:
     return Target(
         rtype, version, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
     )
+
+
+def include_object(request: web.Request) -> str:
+    for part in request.headers.get("Accept", "").split(";"):
+        if part.strip().startswith("includeObject="):
+            return part.strip().split("=", 1)[1].split(",")[0]
+    return request.query.get("includeObject", "PartialObjectMetadata")

@@ -98,7 +98,7 @@ def group_version_doc(store: Store, group: str, version: str) -> dict[str, Any] 
         return None
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (osprov emulator)", "version": "v1.34.0"},
+        "info": {"title": "Kubernetes (osprov emulator)", "version": "v1.36.0"},
         "paths": paths,
         "components": {"schemas": schemas},
     }

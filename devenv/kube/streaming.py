@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from .errors import ApiError, bad_request
-from .httpio import JSON, Target, out
+from .httpio import JSON, Target, include_object, out
 from .selectors import selector_from_query
 from .store import Store
+from .table import to_table
 from .watch import Watcher, encode_event
 
 DEFAULT_WATCH_TIMEOUT_S = 1800
@@ -27,6 +29,23 @@ def bookmark(store: Store, t: Target) -> dict[str, Any]:
         "apiVersion": t.rtype.api_version(t.version),
         "metadata": {"resourceVersion": str(store.rv)},
     }
+
+
+def _table_renderer(t: Target, include: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """`kubectl get -w`: each event carries a one-row Table; only the first one has the column definitions."""
+    first = True
+
+    def render(event_type: str, obj: dict[str, Any]) -> dict[str, Any]:
+        nonlocal first
+        if event_type == "BOOKMARK":
+            return obj
+        table = to_table(t.rtype, t.version, [obj], obj["metadata"]["resourceVersion"], include)
+        if not first:
+            table["columnDefinitions"] = []
+        first = False
+        return table
+
+    return render
 
 
 async def serve_watch(
@@ -61,9 +80,13 @@ async def serve_watch(
         await response.write(encode_event("ERROR", err.status()))
         await response.write_eof()
         return response
+    as_table = "as=Table" in request.headers.get("Accept", "")
+    render = _table_renderer(t, include_object(request)) if as_table else None
     try:
         await response.prepare(request)
-        await _stream(response, store, watcher, t, timeout, bookmark_interval_s if bookmarks else None)
+        await _stream(
+            response, store, watcher, t, timeout, bookmark_interval_s if bookmarks else None, render
+        )
     except ConnectionResetError:
         pass  # the client went away; a cancelled handler propagates CancelledError after cleanup
     finally:
@@ -78,6 +101,7 @@ async def _stream(
     t: Target,
     timeout: float,
     bookmark_every: float | None,
+    render: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -95,7 +119,8 @@ async def _stream(
         # Batch what is already queued into one write; None means the watch was cut.
         chunk = b""
         while item is not None:
-            chunk += encode_event(item[0], out(item[1], t.rtype, t.version))
+            obj = out(item[1], t.rtype, t.version)
+            chunk += encode_event(item[0], render(item[0], obj) if render is not None else obj)
             if watcher.queue.empty() or len(chunk) > MAX_CHUNK:
                 break
             item = watcher.queue.get_nowait()

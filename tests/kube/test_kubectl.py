@@ -265,3 +265,32 @@ def test_kubectl_create_secret_and_namespace_with_protobuf_bodies(cluster: Runni
         secret = client.CoreV1Api(api).read_namespaced_secret("creds", "typed")
     assert secret.type == "Opaque" and secret.data == {"password": base64.b64encode(b"fake-pw").decode()}
     assert "typed" in kubectl(cluster, "get", "namespaces", "-o", "name")
+
+
+def test_kubectl_get_watch_prints_printer_columns_for_changes(cluster: RunningEmulator) -> None:
+    kubectl(cluster, "apply", "-f", str(FIXTURES / "keystone" / "crds.yaml"))
+    kubectl(cluster, "create", "namespace", "watched")
+    kubectl(cluster, "apply", "-n", "watched", "-f", str(FIXTURES / "keystone" / "examples.yaml"))
+    watcher = start_kubectl(cluster, "get", "projects", "-n", "watched", "-w", "--request-timeout=20s")
+    try:
+        assert watcher.stdout is not None
+        header = watcher.stdout.readline().split()
+        first = watcher.stdout.readline().split()
+        kubectl(
+            cluster,
+            "patch",
+            "project",
+            "demo",
+            "-n",
+            "watched",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            READY,
+        )
+        changed = watcher.stdout.readline().split()
+    finally:
+        os.killpg(watcher.pid, 9)
+        watcher.communicate(timeout=10)
+    assert header == ["NAME", "READY", "ID"] and first == ["demo"]
+    assert changed == ["demo", "True"]
