@@ -9,13 +9,14 @@ import json
 import os
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from .errors import ApiError
+from .errors import ApiError, internal
 from .handlers import Emulator, Handlers
 from .httpio import error_response
 from .openapi import OpenAPI
@@ -29,6 +30,19 @@ def build_app(emulator: Emulator) -> web.Application:
     openapi = OpenAPI(emulator.store)
 
     async def route(request: web.Request) -> web.StreamResponse:
+        try:
+            return await dispatch(request)
+        except ApiError as err:
+            return error_response(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception:
+            # A bug in the emulator: answer like an apiserver would (500 Status), keep the traceback for
+            # the log (tracebacks carry no request bodies, so no Secret values).
+            traceback.print_exc()
+            return error_response(internal("the emulator failed to handle the request; see its log"))
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         emulator.store.warnings = []
