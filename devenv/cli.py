@@ -57,11 +57,14 @@ def _print_status() -> int:
     for row in rows:
         state = "up" if row.running else "down"
         pids = ",".join(str(p) for p in row.pids) or "-"
-        print(f"{row.name:<18} {state:<5} {row.url:<34} pids {pids}")
+        print(f"{row.name:<10} {state:<5} {row.url:<32} {row.rss_mb:7.0f} MiB  pids {pids}")
+    print(f"{'total':<10} {'':<5} {'':<32} {sum(r.rss_mb for r in rows):7.0f} MiB")
     try:
         env = stack.load_env()
         print(f"env file: {stack.env_file()}  (OS_CLOUD={env.get('OS_CLOUD')}, "
               f"level={env.get('OSPROV_STACK_LEVEL')})")  # fmt: skip
+        print(f"Temporal Web UI: {env.get('OSPROV_TEMPORAL_UI_URL')}  "
+              f"gRPC: {env.get('OSPROV_TEMPORAL_ADDRESS')}  kubeconfig: {env.get('KUBECONFIG')}")  # fmt: skip
     except FileNotFoundError:
         print("env file: none (stack not up)")
     return 0 if any(r.running for r in rows) else 3

@@ -72,6 +72,19 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def group_rss_mb(pgid: int) -> float:
+    """Resident memory of a process group (sum of its members' RSS), in MiB."""
+    total_kb = 0
+    for pid in group_members(pgid):
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total_kb / 1024
+
+
 def start(
     name: str,
     argv: Sequence[str | Path],

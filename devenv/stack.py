@@ -114,7 +114,7 @@ def services() -> dict[str, Service]:
         Service("mariadb", ("mariadb",), _start_mariadb, f"{HOST}:{PORTS.mariadb}", identity=True),
         Service("keystone", ("keystone",), _start_keystone, keystone_url(), identity=True),
         Service("temporal", ("temporal",), _start_temporal, temporal.ui_url(), identity=True),
-        Service("kube", ("kube",), _start_kube, f"https://{HOST}:{PORTS.kube}", identity=True),
+        Service("kube", ("kube",), _start_kube, f"http://{HOST}:{PORTS.kube}", identity=True),
         Service("rabbitmq", ("epmd", "rabbitmq"), _start_rabbitmq, f"{HOST}:{PORTS.rabbitmq}"),
     ]
     found += cloud.services()
@@ -323,11 +323,13 @@ class ServiceStatus:
     running: bool
     url: str
     pids: list[int] = field(default_factory=list)
+    rss_mb: float = 0.0
 
 
 def status() -> list[ServiceStatus]:
     out = []
     for service in services().values():
         pids = [r.pid for p in service.processes if (r := procs.recorded(p)) is not None]
-        out.append(ServiceStatus(service.name, _running(service), service.url, pids))
+        rss = sum(procs.group_rss_mb(pid) for pid in pids)
+        out.append(ServiceStatus(service.name, _running(service), service.url, pids, rss))
     return out

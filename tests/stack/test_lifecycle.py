@@ -22,6 +22,14 @@ pytestmark = pytest.mark.stack
 
 OSPROV = [sys.executable, "-m", "osprov.cli", "dev"]
 PORT_OFFSET = "200"
+RESTART_KEYSTONE = """
+from devenv import procs, stack
+from devenv.config import PORTS
+stack.stop_service("keystone")
+print("up" if procs.tcp_open(PORTS.keystone) else "down")
+stack.start_service("keystone")
+print("up" if procs.http_status(f"http://127.0.0.1:{PORTS.keystone}/v3") == 200 else "down")
+"""
 
 
 def _osprov(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -63,6 +71,13 @@ def test_down_leaves_no_process_and_up_again_works(tmp_path: Path) -> None:
         assert second.returncode == 0, second.stderr
         # Same MariaDB data dir: the admin created by the first up still authenticates.
         assert "admin" in _admin_projects(state)
+
+        # The outage switch other tests use: Keystone really goes away and really comes back.
+        restart = subprocess.run(
+            [sys.executable, "-c", RESTART_KEYSTONE], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert restart.returncode == 0, restart.stderr
+        assert restart.stdout.split() == ["down", "up"]
     finally:
         wiped = _osprov(env, "down", "--wipe")
     assert wiped.returncode == 0, wiped.stderr
