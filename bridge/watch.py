@@ -88,13 +88,12 @@ class Watcher:
             resource_version=self.resource_version,
             timeout_seconds=self.watch_timeout_s,
             allow_watch_bookmarks=True,
-            deserialize=False,
         ):
             if self.stop.is_set():
                 w.stop()
                 return
             kind = event["type"]
-            obj = event["object"]
+            obj = event["raw_object"]
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if rv:
                 self.resource_version = rv

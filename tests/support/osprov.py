@@ -144,7 +144,8 @@ def admin_connection(stack: StackEnv) -> openstack.connection.Connection:
 
 
 def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
-               extra_env: dict[str, str] | None = None) -> Iterator[Osprov]:
+               extra_env: dict[str, str] | None = None, kubeconfig: Path | None = None) -> Iterator[Osprov]:
+    """Worker + bridge for a fresh namespace; `kubeconfig` points them at another (e.g. private) apiserver."""
     namespace = f"t-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ) | stack.env | {
         "OSPROV_NAMESPACES": namespace,
@@ -152,8 +153,9 @@ def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
         "OSPROV_RESYNC_SECONDS": str(resync_seconds),
         "OSPROV_ACTIVITY_THREADS": "4",
         "OSPROV_LOG_LEVEL": "INFO",
+        "KUBECONFIG": str(kubeconfig or stack.kubeconfig),
     } | (extra_env or {})
-    kube = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
+    kube = kubernetes.config.new_client_from_config(config_file=env["KUBECONFIG"])
     kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
     python = sys.executable
     worker = Proc("worker", [python, "-m", "worker"], env, tmp / "worker.log")
