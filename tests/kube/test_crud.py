@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import pytest
 from kubernetes import client
+
+from devenv.kube.testing import RunningEmulator
 
 from .conftest import GROUP, PLURAL, VERSION, core_v1, custom_objects, status_of, widget
 
@@ -318,3 +321,67 @@ def test_a_terminating_namespace_waits_for_finalizers_and_refuses_new_content(
     with pytest.raises(client.ApiException) as gone:
         core.read_namespace(namespace)
     assert gone.value.status == 404
+
+
+def test_dry_run_validates_without_storing_and_deletecollection_honours_selectors(
+    api: client.ApiClient, namespace: str
+) -> None:
+    crs = custom_objects(api)
+    dry = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("dry"), dry_run="All")
+    assert dry["spec"]["size"] == 1  # defaulted as a real create would be
+    with pytest.raises(client.ApiException) as exc:
+        crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "dry")
+    assert exc.value.status == 404
+    for name, keep in (("a", "no"), ("b", "no"), ("c", "yes")):
+        crs.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            {**widget(name), "metadata": {"name": name, "labels": {"keep": keep}}},
+        )
+    crs.delete_collection_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, label_selector="keep=no"
+    )
+    assert [
+        i["metadata"]["name"]
+        for i in crs.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
+    ] == ["c"]
+
+
+def test_every_served_version_shows_the_same_object(kube_emulator: RunningEmulator) -> None:
+    schema = {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.test.osprov.dev"},
+        "spec": {
+            "group": "test.osprov.dev",
+            "scope": "Namespaced",
+            "names": {"kind": "Thing", "plural": "things"},
+            "versions": [
+                {"name": "v1beta1", "served": True, "storage": False, "schema": schema},
+                {"name": "v1", "served": True, "storage": True, "schema": schema},
+            ],
+        },
+    }
+    with kube_emulator.api_client() as api:
+        ext: Any = client.ApiextensionsV1Api(api)
+        ext.create_custom_resource_definition(crd)
+        crs = custom_objects(api)
+        body = {
+            "apiVersion": "test.osprov.dev/v1beta1",
+            "kind": "Thing",
+            "metadata": {"name": "t"},
+            "spec": {"a": 1},
+        }
+        created = crs.create_namespaced_custom_object("test.osprov.dev", "v1beta1", "default", "things", body)
+        assert created["apiVersion"] == "test.osprov.dev/v1beta1"
+        as_v1 = crs.get_namespaced_custom_object("test.osprov.dev", "v1", "default", "things", "t")
+        assert as_v1["apiVersion"] == "test.osprov.dev/v1" and as_v1["spec"] == {"a": 1}
+        assert as_v1["metadata"]["uid"] == created["metadata"]["uid"]
