@@ -1,0 +1,166 @@
+"""Cinder activities: each makes one idempotent Block Storage call with a token scoped to the volume's project.
+
+Workflows call these by name (api/cinder_io.py holds the names and the models). The controller's own
+credentials are re-scoped to the resource's project (activities.cloud.project_connection); region-level
+authority is never used for a volume. Keystone answers 401 to a token request for a project that does not
+exist and for one the controller's user has no role in; only then is the project looked up (identity, not a
+project-owned resource) to tell the two apart. Cinder's diagnostics of an errored volume are logged here,
+for operators, and never returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import openstack.connection
+import openstack.exceptions
+import structlog
+from keystoneauth1 import exceptions as ksa_exceptions
+from temporalio import activity
+
+from activities import cloud
+from activities.cloud import openstack_errors
+from activities.errors import UNAUTHORIZED, conflict, consistency, error, not_found
+from api.cinder_io import (
+    CREATE_VOLUME,
+    DELETE_VOLUME,
+    FIND_VOLUMES,
+    CreateVolume,
+    DeleteResult,
+    DeleteVolume,
+    FindVolumes,
+    ProjectScope,
+    Volume,
+    VolumeLookup,
+    is_error,
+    volume_metadata,
+)
+
+log = structlog.get_logger("osprov.activities.cinder")
+
+T = TypeVar("T")
+
+# Fields of an errored volume worth an operator's attention (never shown to users).
+_DIAGNOSTIC_FIELDS = ("status", "host", "migration_status", "replication_status", "volume_type", "updated_at")
+
+
+class _ProjectMissing(Exception):
+    """The scoped token was refused because the project (or its domain) does not exist."""
+
+
+def _describe(scope: ProjectScope) -> str:
+    return f"project {scope.project!r} in domain {scope.domain!r}"
+
+
+def _project_exists(scope: ProjectScope) -> bool:
+    identity: Any = cloud.admin_connection().identity  # v3 (the v2 proxy has no domains)
+    domain = next((d for d in identity.domains(name=scope.domain) if d.name == scope.domain), None)
+    if domain is None:
+        return False
+    projects = identity.projects(name=scope.project, domain_id=domain.id)
+    return any(p.name == scope.project for p in projects)
+
+
+def _scoped(scope: ProjectScope, call: Callable[[openstack.connection.Connection], T]) -> T:
+    """Run `call` with the project-scoped connection; a refused token becomes _ProjectMissing or a typed
+    Unauthorized error that says what to grant."""
+    try:
+        return call(cloud.project_connection(scope.project, scope.domain))
+    except ksa_exceptions.Unauthorized:
+        # The failed connection must not be reused (nor a stale token after a grant appears).
+        cloud.close_thread_connections()
+        if not _project_exists(scope):
+            raise _ProjectMissing from None
+        raise error(
+            UNAUTHORIZED,
+            f"Keystone refused the controller a token scoped to {_describe(scope)}: the project exists, so "
+            "it is disabled or the controller's user has no role in it; grant one (for example with a "
+            "RoleAssignment resource) — retrying",
+        ) from None
+
+
+def _to_volume(resource: Any) -> Volume:
+    return Volume(
+        id=str(resource.id),
+        name=str(resource.name or ""),
+        status=str(resource.status or ""),
+        size=int(resource.size or 0),
+        metadata={str(k): str(v) for k, v in (resource.metadata or {}).items()},
+    )
+
+
+def _find_exact(conn: openstack.connection.Connection, name: str) -> list[Volume]:
+    """Cinder's name filter is not an exact match everywhere: re-check the name, sort by ID."""
+    matches = [r for r in conn.block_storage.volumes(details=True, name=name) if r.name == name]
+    for r in matches:
+        if is_error(str(r.status or "")):
+            diagnostics = {f: str(getattr(r, f, None)) for f in _DIAGNOSTIC_FIELDS}
+            log.warning("cinder volume in an error state", volume_id=r.id, name=name, **diagnostics)
+    return sorted((_to_volume(r) for r in matches), key=lambda v: v.id)
+
+
+@activity.defn(name=FIND_VOLUMES)
+def find_volumes(request: FindVolumes) -> VolumeLookup:
+    """Every volume of the project named exactly `name`; project_found=False if the project does not exist."""
+    with openstack_errors(f"find volume {request.name} in {_describe(request.scope)}", service="Cinder"):
+        try:
+            volumes = _scoped(request.scope, lambda conn: _find_exact(conn, request.name))
+        except _ProjectMissing:
+            return VolumeLookup(project_found=False)
+        return VolumeLookup(project_found=True, volumes=volumes)
+
+
+def _create(conn: openstack.connection.Connection, request: CreateVolume) -> Volume:
+    existing = _find_exact(conn, request.name)
+    if len(existing) > 1:
+        raise consistency(
+            f"{len(existing)} Cinder volumes are named {request.name}; refusing to create or adopt any"
+        )
+    if existing:  # a retried create after a crash: adopt what the first attempt made
+        return existing[0]
+    region = conn.config.get_region_name("block-storage") or ""
+    metadata = volume_metadata(request.tags, request.system | {"region": region})
+    created = conn.block_storage.create_volume(
+        name=request.name, size=request.size, volume_type=request.volume_type, metadata=metadata
+    )
+    log.info("cinder volume create accepted", volume_id=created.id, name=request.name)
+    return _to_volume(created)
+
+
+@activity.defn(name=CREATE_VOLUME)
+def create_volume(request: CreateVolume) -> Volume:
+    """Create-if-absent: an existing exact-name volume is returned instead of creating a second one."""
+    with openstack_errors(f"create volume {request.name} in {_describe(request.scope)}", service="Cinder"):
+        try:
+            return _scoped(request.scope, lambda conn: _create(conn, request))
+        except _ProjectMissing:
+            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+
+
+def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResult:
+    try:
+        conn.block_storage.delete_volume(volume_id, ignore_missing=False)
+    except openstack.exceptions.NotFoundException:
+        return DeleteResult(outcome="absent")
+    except openstack.exceptions.BadRequestException as exc:
+        # Cinder refuses deletes by state (attached, snapshots, migrating): its text goes to the log only.
+        log.warning("cinder refused the delete", volume_id=volume_id, detail=str(exc.details)[:300])
+        raise conflict(
+            "Cinder refused to delete the volume in its current state (attached, with snapshots or "
+            "migrating?) — retrying"
+        ) from None
+    return DeleteResult(outcome="accepted")
+
+
+@activity.defn(name=DELETE_VOLUME)
+def delete_volume(request: DeleteVolume) -> DeleteResult:
+    """Delete by ID: "accepted" (Cinder deletes asynchronously) or "absent" (already gone, or no project)."""
+    with openstack_errors(f"delete volume {request.id} in {_describe(request.scope)}", service="Cinder"):
+        try:
+            return _scoped(request.scope, lambda conn: _delete(conn, request.id))
+        except _ProjectMissing:
+            return DeleteResult(outcome="absent")
+
+
+ACTIVITIES = [find_volumes, create_volume, delete_volume]

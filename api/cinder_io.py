@@ -1,0 +1,126 @@
+"""Inputs and outputs of the Cinder activities (the contract between workflows/volume.py and activities/cinder.py).
+
+Pure pydantic and the standard library: workflows import this module inside Temporal's sandbox. Also the
+two conventions both sides must agree on: the deterministic volume name and the metadata layout.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Activity names (workflows call these strings; activities/cinder.py registers them).
+FIND_VOLUMES = "cinder.find_volumes"
+CREATE_VOLUME = "cinder.create_volume"
+DELETE_VOLUME = "cinder.delete_volume"
+
+# Metadata, the same convention as the Server kind (api/nova_io.py): user tags under "osprov.tag.", the
+# controller's linkage keys under "osprov." and written last, so no tag can ever override one. Characters are
+# limited to what both Cinder and Nova accept in metadata keys.
+METADATA_PREFIX = "osprov."
+TAG_PREFIX = "osprov.tag."
+SYSTEM_KEYS = ("kind", "namespace", "name", "uid", "project", "region")  # under METADATA_PREFIX
+
+# Statuses in which the volume is provisioned: available, or attached by a server (in-use). Anything else
+# that does not start with "error" is still on its way, including states osprov does not know.
+PROVISIONED_STATUSES = frozenset({"available", "in-use"})
+# Statuses Cinder accepts a (non-forced) delete in, besides those above that are attached.
+DELETABLE_STATUSES = frozenset({"available", "error", "error_restoring", "error_extending", "error_managing"})
+# Transitional statuses named in a user-visible "waiting" message; any other is called "an unfamiliar state".
+KNOWN_TRANSITIONAL = frozenset(
+    {
+        "creating",
+        "downloading",
+        "attaching",
+        "detaching",
+        "reserved",
+        "deleting",
+        "extending",
+        "uploading",
+        "backing-up",
+        "restoring-backup",
+        "retyping",
+        "maintenance",
+        "awaiting-transfer",
+    }
+)
+ERROR_MESSAGE = "provider volume entered an error state"
+
+
+def volume_name(uid: str) -> str:
+    """The Cinder name of the Volume resource with this UID (its stable identity)."""
+    return f"volume-{uid}"
+
+
+def is_error(status: str) -> bool:
+    return status.startswith("error")
+
+
+def volume_metadata(tags: dict[str, str], system: dict[str, str]) -> dict[str, str]:
+    """Cinder metadata: user tags first, then the linkage keys, so a tag can never override a linkage key."""
+    unknown = sorted(set(system) - set(SYSTEM_KEYS))
+    if unknown:
+        raise ValueError(f"unknown system metadata keys {unknown}; known: {list(SYSTEM_KEYS)}")
+    metadata = {f"{TAG_PREFIX}{key}": value for key, value in sorted(tags.items())}
+    metadata.update({f"{METADATA_PREFIX}{key}": value for key, value in system.items()})
+    return metadata
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProjectScope(_Model):
+    """The Keystone project every call is scoped to (the controller's credentials re-scoped to it)."""
+
+    project: str
+    domain: str
+
+
+class FindVolumes(_Model):
+    scope: ProjectScope
+    name: str
+
+
+class Volume(_Model):
+    """What the workflow sees of a Cinder volume (no provider diagnostics: those stay in the worker log)."""
+
+    id: str
+    name: str
+    status: str
+    size: int
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class VolumeLookup(_Model):
+    """project_found=False: the project does not exist in Keystone (so no volume can exist in it)."""
+
+    project_found: bool
+    volumes: list[Volume] = Field(default_factory=list)  # exact-name matches, sorted by ID
+
+
+class CreateVolume(_Model):
+    """Create-if-absent: an existing exact-name volume is returned instead of creating another.
+
+    `system` holds the linkage keys except region, which the activity adds from its connection.
+    """
+
+    scope: ProjectScope
+    name: str
+    size: int = Field(ge=1)
+    volume_type: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    system: dict[str, str] = Field(default_factory=dict)
+
+
+class DeleteVolume(_Model):
+    scope: ProjectScope
+    id: str
+
+
+DeleteOutcome = Literal["accepted", "absent"]
+
+
+class DeleteResult(_Model):
+    outcome: DeleteOutcome

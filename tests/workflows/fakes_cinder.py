@@ -1,0 +1,174 @@
+"""An in-memory Cinder for time-skipping Volume workflow tests, registered under the real activity names.
+
+Each volume carries a script of the statuses its next reads return (`FakeVolume.script`); the last one
+stays. Creates start as creating → available and deletes as deleting → gone unless the test says otherwise.
+Projects exist only when added (`projects`), as Keystone would tell the real activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities import errors
+from api import cinder_io as io
+from tests.workflows.fakes import FakeCloud
+from tests.workflows.harness import Harness
+from workflows.all import WORKFLOWS
+
+REGION = "RegionOne"
+FINALIZER = "cinder.osh.openstack.org/finalizer"
+
+
+@dataclass
+class FakeVolume:
+    id: str
+    name: str
+    scope: io.ProjectScope
+    size: int
+    status: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    script: list[str] = field(default_factory=list)  # statuses the next reads return, in order
+    deleted: bool = False  # gone after the read that consumes the script's end
+
+    def read(self) -> io.Volume:
+        if self.script:
+            self.status = self.script.pop(0)
+        return io.Volume(
+            id=self.id, name=self.name, status=self.status, size=self.size, metadata=self.metadata
+        )
+
+
+@dataclass
+class FakeCinder:
+    projects: set[tuple[str, str]] = field(default_factory=set)  # (project, domain) that exist in Keystone
+    volumes: dict[str, FakeVolume] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
+    create_script: list[str] = field(default_factory=lambda: ["creating", "available"])
+    delete_script: list[str] = field(default_factory=lambda: ["deleting"])  # reads before the volume is gone
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def add_project(self, project: str = "p", domain: str = "Default") -> io.ProjectScope:
+        self.projects.add((project, domain))
+        return io.ProjectScope(project=project, domain=domain)
+
+    def add(self, name: str, scope: io.ProjectScope, status: str = "available", *script: str) -> FakeVolume:
+        vol = FakeVolume(
+            id=f"vol-{next(self._ids)}", name=name, scope=scope, size=1, status=status, script=list(script)
+        )
+        self.volumes[vol.id] = vol
+        return vol
+
+    def named(self, name: str) -> list[FakeVolume]:
+        return sorted((v for v in self.volumes.values() if v.name == name), key=lambda v: v.id)
+
+    def count(self, name: str) -> int:
+        return sum(1 for c in self.calls if c == name)
+
+    def _enter(self, name: str) -> None:
+        self.calls.append(name)
+        kind = self.fail_next.pop(name, None)
+        if kind:
+            raise errors.error(kind, f"injected {kind} for {name}")
+
+    def _exists(self, scope: io.ProjectScope) -> bool:
+        return (scope.project, scope.domain) in self.projects
+
+    def _read(self, scope: io.ProjectScope, name: str) -> list[io.Volume]:
+        found = []
+        for vol in self.named(name):
+            if vol.scope != scope:
+                continue
+            if vol.deleted and not vol.script:
+                del self.volumes[vol.id]
+                continue
+            found.append(vol.read())
+        return found
+
+    def activities(self) -> list[Any]:
+        cinder = self
+
+        @activity.defn(name=io.FIND_VOLUMES)
+        async def find_volumes(req: io.FindVolumes) -> io.VolumeLookup:
+            cinder._enter(io.FIND_VOLUMES)
+            if not cinder._exists(req.scope):
+                return io.VolumeLookup(project_found=False)
+            return io.VolumeLookup(project_found=True, volumes=cinder._read(req.scope, req.name))
+
+        @activity.defn(name=io.CREATE_VOLUME)
+        async def create_volume(req: io.CreateVolume) -> io.Volume:
+            cinder._enter(io.CREATE_VOLUME)
+            if not cinder._exists(req.scope):
+                raise errors.not_found("project does not exist")
+            existing = cinder._read(req.scope, req.name)
+            if len(existing) > 1:
+                raise errors.consistency("duplicates")
+            if existing:
+                return existing[0]
+            vol = cinder.add(req.name, req.scope, "creating", *cinder.create_script)
+            vol.size = req.size
+            vol.metadata = io.volume_metadata(req.tags, req.system | {"region": REGION})
+            return io.Volume(
+                id=vol.id, name=vol.name, status="creating", size=vol.size, metadata=vol.metadata
+            )
+
+        @activity.defn(name=io.DELETE_VOLUME)
+        async def delete_volume(req: io.DeleteVolume) -> io.DeleteResult:
+            cinder._enter(io.DELETE_VOLUME)
+            vol = cinder.volumes.get(req.id)
+            if vol is None or vol.deleted:
+                return io.DeleteResult(outcome="absent")
+            vol.status, vol.script, vol.deleted = "deleting", list(cinder.delete_script), True
+            return io.DeleteResult(outcome="accepted")
+
+        return [find_volumes, create_volume, delete_volume]
+
+
+class CinderHarness(Harness):
+    cinder: FakeCinder
+
+    async def until(self, check: Callable[[], bool], what: str, virtual_s: int = 300) -> None:
+        """Advance workflow time a second at a time until `check` holds (deadline in virtual and real time)."""
+        end = time.monotonic() + 30
+        for _ in range(virtual_s):
+            if check():
+                return
+            await asyncio.sleep(0.02)  # let the worker run what is due before time moves again
+            if check():
+                return
+            await self.env.sleep(1)
+            if time.monotonic() > end:
+                break
+        raise AssertionError(f"timed out waiting for: {what}")
+
+    def status(self) -> dict[str, Any]:
+        return self.cloud.statuses[-1] if self.cloud.statuses else {}
+
+    def condition(self) -> dict[str, Any]:
+        return next((c for c in self.status().get("conditions", []) if c["type"] == "Available"), {})
+
+
+async def cinder_harness(tenv: WorkflowEnvironment) -> AsyncIterator[CinderHarness]:
+    """A worker running the production workflows against FakeCloud (Kubernetes) and FakeCinder."""
+    cloud, cinder = FakeCloud(), FakeCinder()
+    queue = f"q-{uuid.uuid4()}"
+    async with Worker(
+        tenv.client,
+        task_queue=queue,
+        workflows=WORKFLOWS,
+        activities=cloud.activities() + cinder.activities(),
+    ):
+        hs = CinderHarness(tenv, cloud, queue)
+        hs.cinder = cinder
+        yield hs
+        await hs.close()

@@ -1,0 +1,214 @@
+"""The Volume decision tables (workflows/volume.py) on the time-skipping server with a stubbed Cinder.
+
+Tests are named by the step labels of the tables: C (create), S (observe), D (delete).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities import errors
+from api import cinder_io as io
+from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
+from workflows.volume import POLL_MAX_SECONDS, poll_delay
+
+UID = "5e1f0c3a-0000-4000-8000-000000000001"
+NAME = io.volume_name(UID)
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    return {"project": {"name": "p", "domain": "Default"}, "size": 2, "deletionPolicy": "delete", **extra}
+
+
+@pytest_asyncio.fixture
+async def h(tenv: WorkflowEnvironment) -> AsyncIterator[CinderHarness]:
+    async for hs in cinder_harness(tenv):
+        yield hs
+
+
+async def provisioned(h: CinderHarness, **extra: Any) -> WorkflowHandle[Any, Any]:
+    h.cinder.add_project()
+    wf = await h.apply("Volume", spec(**extra), uid=UID, name="data")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "volume provisioned")
+    return wf
+
+
+async def delete(h: CinderHarness, wf: WorkflowHandle[Any, Any], **extra: Any) -> None:
+    await h.signal(wf, 1, spec(**extra), deleting=True, finalizers=[FINALIZER])
+
+
+def test_poll_delay_starts_short_and_is_capped() -> None:
+    delays = [poll_delay(n) for n in range(8)]
+    assert delays[:3] == [0.5, 1.0, 2.0]
+    assert delays == sorted(delays) and delays[-1] == POLL_MAX_SECONDS
+
+
+def test_tags_come_first_and_cannot_override_system_keys() -> None:
+    tags = {"team": "a", "uid": "evil", "kind": "evil"}
+    system = {"kind": "Volume", "uid": UID, "region": REGION}
+    meta = io.volume_metadata(tags, system)
+    assert meta["osprov.uid"] == UID and meta["osprov.kind"] == "Volume"
+    assert meta["osprov.tag.uid"] == "evil"
+    keys = list(meta)
+    assert keys.index("osprov.tag.uid") < keys.index("osprov.kind")  # linkage keys written last
+    with pytest.raises(ValueError, match="unknown system metadata keys"):
+        io.volume_metadata({}, {"owner": "x"})
+
+
+async def test_C3_S3_S1_create_waits_until_available_and_fills_status(h: CinderHarness) -> None:
+    h.cinder.create_script = ["creating", "downloading", "available"]
+    await provisioned(h, tags={"team": "storage"})
+    [vol] = h.cinder.named(NAME)
+    assert vol.size == 2 and vol.status == "available"
+    assert vol.metadata["osprov.tag.team"] == "storage"
+    assert vol.metadata["osprov.uid"] == UID and vol.metadata["osprov.project"] == "Default/p"
+    assert vol.metadata["osprov.region"] == REGION and vol.metadata["osprov.namespace"] == "ns"
+    assert h.status()["volumeID"] == vol.id and h.status()["size"] == 2
+    # Accepted was not done: Provisioning was published while Cinder was still creating.
+    reasons = [s["conditions"][0]["reason"] for s in h.cloud.statuses]
+    assert reasons[0] == "Provisioning" and reasons[-1] == "Provisioned"
+    assert h.cinder.count(io.CREATE_VOLUME) == 1 and h.cinder.count(io.FIND_VOLUMES) >= 3
+
+
+async def test_C4_existing_exact_name_is_adopted_not_duplicated(h: CinderHarness) -> None:
+    scope = h.cinder.add_project()
+    existing = h.cinder.add(NAME, scope, "available")
+    await provisioned(h)
+    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    assert [v.id for v in h.cinder.named(NAME)] == [existing.id]
+    assert h.status()["volumeID"] == existing.id
+
+
+async def test_C2_two_exact_matches_fail_closed_then_recover(h: CinderHarness) -> None:
+    scope = h.cinder.add_project()
+    first, second = h.cinder.add(NAME, scope), h.cinder.add(NAME, scope)
+    await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: h.condition().get("reason") == "Errored", "consistency error reported")
+    assert "2 Cinder volumes are named" in h.condition()["message"]
+    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    del h.cinder.volumes[second.id]  # an operator removes the extra one; the retry adopts the other
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "adopted after the fix", 600)
+    assert h.status()["volumeID"] == first.id
+
+
+async def test_C1_missing_project_is_reported_then_retried(h: CinderHarness) -> None:
+    await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: bool(h.condition()), "project reported")
+    cond = h.condition()
+    assert cond["status"] == "False" and cond["reason"] == "Provisioning"
+    assert "project 'p' in domain 'Default' does not exist in Keystone yet" in cond["message"]
+    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    h.cinder.add_project()
+    await h.until(
+        lambda: h.condition().get("reason") == "Provisioned", "created once the project exists", 600
+    )
+    assert len(h.cinder.named(NAME)) == 1
+
+
+async def test_S2_error_status_is_terminal_with_the_user_safe_message(h: CinderHarness) -> None:
+    h.cinder.create_script = ["creating", "error_managing"]
+    h.cinder.add_project()
+    wf = await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: h.condition().get("reason") == "Errored", "error reported")
+    cond = h.condition()
+    assert cond["status"] == "False" and cond["message"] == "provider volume entered an error state"
+    assert "error_managing" not in str(h.status())
+    reads = h.cinder.count(io.FIND_VOLUMES)
+    await h.env.sleep(300)  # terminal: no polling (only the periodic resync, at 600s, reads again)
+    assert h.cinder.count(io.FIND_VOLUMES) == reads
+    assert (await h.state(wf)).retry_at is None
+
+
+async def test_S3_unfamiliar_status_is_never_convergence_and_polls_back_off(h: CinderHarness) -> None:
+    h.cinder.create_script = ["creating", "something_new"]
+    h.cinder.add_project()
+    await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: "unfamiliar" in h.condition().get("message", ""), "unfamiliar state reported")
+    assert h.condition()["reason"] == "Provisioning"
+    before = h.cinder.count(io.FIND_VOLUMES)
+    await h.env.sleep(120)
+    polled = h.cinder.count(io.FIND_VOLUMES) - before
+    assert 8 <= polled <= 20, polled  # capped at one read per 10 s, never converged
+    assert h.condition()["reason"] == "Provisioning" and "volumeID" in h.status()
+
+
+async def test_S1_in_use_counts_as_provisioned(h: CinderHarness) -> None:
+    scope = h.cinder.add_project()
+    h.cinder.add(NAME, scope, "in-use")
+    await provisioned(h)
+    assert "in-use" in h.condition()["message"]
+
+
+async def test_D3_delete_waits_until_a_later_read_confirms_absence(h: CinderHarness) -> None:
+    wf = await provisioned(h)
+    h.cinder.delete_script = ["deleting", "deleting", "deleting"]
+    await delete(h, wf)
+    assert await wf.result() == "deleted"
+    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME) == 1
+    assert h.condition()["reason"] == "Deprovisioning"
+    assert h.cloud.count("kube.remove_finalizer") == 1
+
+
+async def test_D2_volume_already_gone_is_success(h: CinderHarness) -> None:
+    wf = await provisioned(h)
+    h.cinder.volumes.clear()
+    await delete(h, wf)
+    assert await wf.result() == "deleted"
+    assert h.cinder.count(io.DELETE_VOLUME) == 0
+
+
+async def test_D1_project_that_never_existed_is_success(h: CinderHarness) -> None:
+    wf = await h.apply("Volume", spec(), uid=UID, deleting=True, finalizers=[FINALIZER])
+    assert await wf.result() == "deleted"
+    assert h.cinder.count(io.DELETE_VOLUME) == 0 and h.cinder.count(io.CREATE_VOLUME) == 0
+
+
+async def test_D6_creating_volume_is_deleted_once_it_settles(h: CinderHarness) -> None:
+    h.cinder.create_script = ["creating", "creating", "creating", "available"]
+    h.cinder.add_project()
+    wf = await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: h.cinder.count(io.CREATE_VOLUME) == 1, "create accepted")
+    await delete(h, wf)
+    assert await wf.result() == "deleted"
+    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME) == 1
+
+
+async def test_D4_attached_volume_blocks_delete_until_detached(h: CinderHarness) -> None:
+    scope = h.cinder.add_project()
+    vol = h.cinder.add(NAME, scope, "in-use")
+    wf = await provisioned(h)
+    await delete(h, wf)
+    await h.until(lambda: "attached to a server" in h.condition().get("message", ""), "attachment reported")
+    assert h.condition()["reason"] == "Deprovisioning" and h.cinder.count(io.DELETE_VOLUME) == 0
+    vol.status = "available"  # detached
+    await h.until(lambda: h.cinder.named(NAME) == [], "deleted after the detach", 600)
+    assert await wf.result() == "deleted"
+
+
+async def test_D5_error_deleting_reports_errored_and_retries(h: CinderHarness) -> None:
+    scope = h.cinder.add_project()
+    vol = h.cinder.add(NAME, scope, "available")
+    wf = await provisioned(h)
+    vol.status = "error_deleting"
+    await delete(h, wf)
+    await h.until(lambda: h.condition().get("reason") == "Errored", "error reported")
+    assert h.condition()["message"] == "provider volume entered an error state"
+    vol.status = "available"  # an operator resets the volume
+    await h.until(lambda: h.cinder.named(NAME) == [], "deleted after the reset", 600)
+    assert await wf.result() == "deleted"
+
+
+async def test_transient_activity_failure_is_retried_with_a_provisioning_reason(h: CinderHarness) -> None:
+    h.cinder.add_project()
+    h.cinder.fail_next[io.CREATE_VOLUME] = errors.UNAUTHORIZED
+    await h.apply("Volume", spec(), uid=UID)
+    await h.until(lambda: bool(h.condition()), "failure reported")
+    assert h.condition()["reason"] == "Provisioning" and "injected" in h.condition()["message"]
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "retried", 600)
+    assert len(h.cinder.named(NAME)) == 1
