@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import keystone, kube
+from activities import cinder, keystone, kube
 
 KEYSTONE: list[Any] = [
     keystone.find,
@@ -17,4 +17,4 @@ KEYSTONE: list[Any] = [
     keystone.probe_password,
     keystone.set_password,
 ]
-ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE]
+ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE, *cinder.ACTIVITIES]
