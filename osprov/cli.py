@@ -8,7 +8,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
-        print("usage: osprov {worker|bridge|dev|demo} …")
+        print("usage: osprov {worker|bridge|codec-server|dev|demo} …")
         return 0
     cmd, rest = args[0], args[1:]
     if cmd == "worker":
@@ -19,6 +19,10 @@ def main(argv: list[str] | None = None) -> int:
         from bridge.__main__ import main as bridge_main
 
         return bridge_main(rest)
+    if cmd == "codec-server":
+        from osprov.codec_server import main as codec_main
+
+        return codec_main(rest)
     if cmd == "dev":
         from devenv.cli import main as dev_main
 

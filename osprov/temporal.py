@@ -1,16 +1,27 @@
-"""The Temporal client every process uses: one data converter (pydantic JSON) for all payloads."""
+"""The Temporal client every process uses: pydantic JSON payloads, encrypted when keys are configured."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 
+from osprov.codec import AesGcmCodec, codec_from_env
 from osprov.settings import Settings
 
 
-def data_converter() -> DataConverter:
-    return pydantic_data_converter
+def data_converter(codec: AesGcmCodec | None = None) -> DataConverter:
+    """pydantic JSON; with a codec, every payload and the failure messages/stack traces are encrypted."""
+    codec = codec if codec is not None else codec_from_env()
+    if codec is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
 
 
 async def connect(settings: Settings) -> Client:
