@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tests.workflows import fakes_cinder
 from tests.workflows.harness import Harness, eventually
 
 FINALIZER = "keystone.osh.openstack.org/finalizer"
@@ -59,3 +60,4 @@ async def _passes(h: Harness, wf: Any, n: int) -> bool:
 
 
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
+SCENARIOS["Volume"] = fakes_cinder.replay_scenario

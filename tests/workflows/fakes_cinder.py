@@ -172,3 +172,28 @@ async def cinder_harness(tenv: WorkflowEnvironment) -> AsyncIterator[CinderHarne
         hs.cinder = cinder
         yield hs
         await hs.close()
+
+
+async def replay_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenario for Volume: create (creating → available), a resync, a tag change, delete.
+
+    The shared harness has no Cinder, so this runs its own worker (FakeCloud + FakeCinder) beside it.
+    """
+    cinder = FakeCinder()
+    cinder.add_project()
+    queue = f"{h.queue}-cinder"
+    activities = h.cloud.activities() + cinder.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        ch = CinderHarness(h.env, h.cloud, queue)
+        ch.cinder = cinder
+        spec = {"project": {"name": "p", "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+        wf = await ch.apply(kind, spec, name="replay", uid="replay-volume")
+        await ch.until(lambda: ch.condition().get("reason") == "Provisioned", "volume provisioned")
+        await h.env.sleep(601)
+        await ch.until(lambda: cinder.count(io.FIND_VOLUMES) >= 4, "volume resynced")
+        changed = spec | {"tags": {"team": "replay"}}
+        await ch.signal(wf, 2, changed, finalizers=[FINALIZER])
+        await ch.until(lambda: ch.status().get("observedGeneration") == 2, "generation 2")
+        await ch.signal(wf, 2, changed, deleting=True, finalizers=[FINALIZER])
+        await wf.result()
+        return wf.id
