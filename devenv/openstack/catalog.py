@@ -23,6 +23,7 @@ VIP_NETWORK = "osprov-vip-net"
 VIP_SUBNET = "osprov-vip-subnet"
 PUBLIC_NETWORK = "public"
 PUBLIC_SUBNET = "public-subnet"
+ROUTER = "osprov-router"
 VOLUME_TYPE = "fake"
 
 
@@ -165,6 +166,7 @@ def bootstrap_resources(secrets: Secrets) -> None:
             "provider:physical_network": "public",
         },
     )
+    _router(sess)
     types = sess.get(_url(PORTS.cinder, f"/v3/{project_id}/types?is_public=None")).json()["volume_types"]
     if not any(t["name"] == VOLUME_TYPE for t in types):
         sess.post(
@@ -193,3 +195,19 @@ def _network(sess: ks_session.Session, name: str, subnet: str, cidr: str, extra:
             _url(PORTS.neutron, "/v2.0/subnets"),
             json={"subnet": {"name": subnet, "network_id": net_id, "cidr": cidr, "ip_version": 4}},
         )
+
+
+def _router(sess: ks_session.Session) -> None:
+    """VIP subnet routed to the external network: Neutron only floats IPs of ports it can reach."""
+    if sess.get(_url(PORTS.neutron, f"/v2.0/routers?name={ROUTER}")).json()["routers"]:
+        return
+    public = sess.get(_url(PORTS.neutron, f"/v2.0/networks?name={PUBLIC_NETWORK}")).json()["networks"][0]
+    vip_subnet = sess.get(_url(PORTS.neutron, f"/v2.0/subnets?name={VIP_SUBNET}")).json()["subnets"][0]
+    router = sess.post(
+        _url(PORTS.neutron, "/v2.0/routers"),
+        json={"router": {"name": ROUTER, "external_gateway_info": {"network_id": public["id"]}}},
+    ).json()["router"]
+    sess.put(
+        _url(PORTS.neutron, f"/v2.0/routers/{router['id']}/add_router_interface"),
+        json={"subnet_id": vip_subnet["id"]},
+    )

@@ -148,3 +148,7 @@ def install() -> None:
 
     slow_driver.install()
     _step("slow fake virt driver in nova.virt", started)
+    from devenv.openstack import octavia_vip
+
+    octavia_vip.install()
+    _step("Octavia network driver with real VIP ports", started)

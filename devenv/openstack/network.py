@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from devenv import procs
 from devenv.config import HOST, PORTS, Secrets, venv_bin
+from devenv.openstack import octavia_vip
 from devenv.openstack.common import (
     authtoken,
     copy_paste_ini,
@@ -129,7 +130,8 @@ def octavia_conf(secrets: Secrets) -> str:
             "controller_worker": {
                 "amphora_driver": "amphora_noop_driver",
                 "compute_driver": "compute_noop_driver",
-                "network_driver": "network_noop_driver",
+                # noop, except that VIPs are real Neutron ports (floating IPs can attach to them)
+                "network_driver": octavia_vip.DRIVER_NAME,
                 "image_driver": "image_noop_driver",
                 "volume_driver": "volume_noop_driver",
                 "amp_image_tag": "amphora",
@@ -160,6 +162,7 @@ def octavia_conf(secrets: Secrets) -> str:
 
 
 def start_octavia(secrets: Secrets) -> None:
+    octavia_vip.install()
     conf = octavia_conf(secrets)
     procs.run("octavia-db-manage", [venv_bin("octavia-db-manage"), "--config-file", conf, "upgrade", "head"])
     for binary in OCTAVIA_PROCESSES:

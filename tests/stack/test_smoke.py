@@ -9,7 +9,7 @@ import pytest
 
 from devenv.faults.cloud_state import nova_instance_actions
 from devenv.faults.slow_driver import slow_spawn
-from devenv.openstack.catalog import FLAVORS, IMAGE_NAMES, VIP_SUBNET, VOLUME_TYPE
+from devenv.openstack.catalog import FLAVORS, IMAGE_NAMES, PUBLIC_NETWORK, VIP_SUBNET, VOLUME_TYPE
 from devenv.testing import eventually
 
 pytestmark = pytest.mark.fullstack
@@ -92,6 +92,13 @@ def test_load_balancer_tree_then_cascade_delete(admin_conn: Any) -> None:
     lb = conn.load_balancer.create_load_balancer(name=_name("lb"), vip_subnet_id=subnet.id)
     try:
         eventually(lambda: _lb_active(conn, lb.id), 60, "LB ACTIVE")
+        # The VIP is a real Neutron port on the VIP subnet, routed to `public`: a floating IP attaches.
+        vip_port = conn.network.get_port(lb.vip_port_id)
+        assert vip_port.fixed_ips[0]["ip_address"] == lb.vip_address
+        public = conn.network.find_network(PUBLIC_NETWORK, ignore_missing=False)
+        fip = conn.network.create_ip(floating_network_id=public.id, port_id=vip_port.id)
+        assert fip.fixed_ip_address == lb.vip_address
+        conn.network.delete_ip(fip)
         listener = conn.load_balancer.create_listener(
             name=_name("listener"), load_balancer_id=lb.id, protocol="HTTP", protocol_port=80
         )
@@ -116,3 +123,4 @@ def test_load_balancer_tree_then_cascade_delete(admin_conn: Any) -> None:
     finally:
         conn.load_balancer.delete_load_balancer(lb.id, cascade=True, ignore_missing=True)
     eventually(lambda: conn.load_balancer.find_load_balancer(lb.id) is None, 60, "LB cascade-deleted")
+    assert conn.network.find_port(lb.vip_port_id) is None
