@@ -1,0 +1,228 @@
+"""Helpers shared by the identity integration modules (test_identity_*.py); this module has no tests.
+
+Everything here reads the real systems: Keystone's own database for failed logins and password writes,
+Temporal for workflow histories, the worker/bridge logs and the resources' status for the leak scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from openstack.identity.v3._proxy import Proxy as Identity
+from temporalio.client import Client
+
+from api.registry import IDENTITY_KINDS
+from devenv.faults.proxy import FaultProxy
+from devenv.openstack.infra import mysql_exec
+from devenv.testing import StackEnv
+from tests.support.osprov import Osprov, admin_connection
+from tests.support.waiting import wait_for
+
+
+def uniq(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _hex_id(user_id: str) -> str:
+    if not user_id or not all(c in "0123456789abcdef" for c in user_id):
+        raise ValueError(f"unexpected user id {user_id!r}")
+    return user_id
+
+
+@dataclass(frozen=True)
+class LoginRecord:
+    """Keystone's own record for a local user: failed logins since the last success, and the newest
+    password row (a new row is inserted on every password write)."""
+
+    failed_auth_count: int
+    failed_auth_at: str | None
+    password_row: int
+
+
+def login_record(user_id: str) -> LoginRecord:
+    out = mysql_exec(
+        "SELECT IFNULL(lu.failed_auth_count, 0), IFNULL(lu.failed_auth_at, ''), "
+        "IFNULL(MAX(p.id), 0) FROM local_user lu LEFT JOIN password p ON p.local_user_id = lu.id "
+        f"WHERE lu.user_id = '{_hex_id(user_id)}' GROUP BY lu.id;",
+        "keystone",
+    ).strip()
+    if not out:
+        raise LookupError(f"no local user {user_id} in Keystone")
+    count, failed_at, row = out.split("\t")
+    return LoginRecord(int(count), failed_at or None, int(row))
+
+
+# ----- Temporal ---------------------------------------------------------------------------------
+
+
+async def _client(stack: StackEnv) -> Client:
+    return await Client.connect(stack.temporal_address, namespace=stack.temporal_namespace)
+
+
+def histories(stack: StackEnv, namespace: str, since: datetime) -> dict[str, list[bytes]]:
+    """Serialized history of every run of every workflow of a Kubernetes namespace started since `since`."""
+
+    async def fetch() -> dict[str, list[bytes]]:
+        client = await _client(stack)
+        found: dict[str, list[bytes]] = {}
+        query = f"StartTime >= '{since.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}'"
+        async for wf in client.list_workflows(query=query):
+            if f"/{namespace}/" not in wf.id:
+                continue
+            history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+            found.setdefault(wf.id, []).extend(e.SerializeToString() for e in history.events)
+        return found
+
+    return asyncio.run(fetch())
+
+
+def activity_runs(stack: StackEnv, workflow_id: str, activity: str) -> int:
+    """How many times the workflow (all its runs) scheduled `activity`."""
+
+    async def count() -> int:
+        client = await _client(stack)
+        total = 0
+        async for wf in client.list_workflows(query=f"WorkflowId = '{workflow_id}'"):
+            history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+            total += sum(
+                1
+                for e in history.events
+                if e.HasField("activity_task_scheduled_event_attributes")
+                and e.activity_task_scheduled_event_attributes.activity_type.name == activity
+            )
+        return total
+
+    return asyncio.run(count())
+
+
+def workflow_id(osprov: Osprov, kind: str, name: str) -> str:
+    obj = osprov.get(kind, name)
+    assert obj is not None, f"{kind} {name} does not exist"
+    return f"{kind}/{osprov.namespace}/{name}/{obj['metadata']['uid']}"
+
+
+# ----- the leak scan ----------------------------------------------------------------------------
+
+
+@dataclass
+class Passwords:
+    """Every test password a module put in a Secret, for the final scan."""
+
+    values: list[str] = field(default_factory=list)
+
+    def new(self) -> str:
+        value = "pw-" + uuid.uuid4().hex + "-Zq"
+        self.values.append(value)
+        return value
+
+    def forms(self) -> list[bytes]:
+        """The value as it could appear: plain, base64 (Secret data, payloads), JSON-escaped."""
+        out: list[bytes] = []
+        for v in self.values:
+            raw = v.encode()
+            out += [raw, base64.b64encode(raw), json.dumps(v).encode()]
+        return out
+
+
+def all_statuses(osprov: Osprov) -> list[dict[str, Any]]:
+    statuses: list[dict[str, Any]] = []
+    for info in IDENTITY_KINDS:
+        listed = cast(
+            dict[str, Any],
+            osprov.custom.list_namespaced_custom_object(
+                info.group, info.version, osprov.namespace, info.plural
+            ),
+        )
+        statuses += [i.get("status") or {} for i in listed["items"]]
+    return statuses
+
+
+def status_of(osprov: Osprov, kind: str, name: str) -> dict[str, Any]:
+    return (osprov.get(kind, name) or {}).get("status") or {}
+
+
+def wait_condition(
+    osprov: Osprov,
+    kind: str,
+    name: str,
+    want: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout_s: float = 60,
+) -> dict[str, Any]:
+    """Wait until the resource's Ready condition satisfies `want`; returns the condition."""
+
+    def check() -> dict[str, Any] | None:
+        cond = osprov.condition(kind, name)
+        return cond if cond is not None and want(cond) else None
+
+    return cast(dict[str, Any], wait_for(check, f"{kind} {name}: {what}", timeout_s))
+
+
+def wait_new_id(osprov: Osprov, kind: str, name: str, field: str, old: str, timeout_s: float = 60) -> str:
+    def check() -> str | None:
+        current = status_of(osprov, kind, name).get(field)
+        return str(current) if current and current != old else None
+
+    return cast(str, wait_for(check, f"{kind} {name}: a new {field}", timeout_s))
+
+
+def identity_client(stack: StackEnv) -> Iterator[Identity]:
+    conn = admin_connection(stack)
+    yield cast(Identity, conn.identity)
+    conn.close()
+
+
+def keystone_domain_id(ks: Identity, name: str) -> str:
+    found = ks.find_domain(name)
+    assert found is not None, f"domain {name} not in Keystone"
+    return str(found.id)
+
+
+def assert_no_leaks(osprov: Osprov, passwords: Passwords, since: datetime) -> int:
+    """Zero hits for any test password in histories, logs and statuses; returns how much was scanned."""
+    assert passwords.values, "the module made no passwords: the scan would prove nothing"
+    forms = passwords.forms()
+    hits: list[str] = []
+    scanned = 0
+    for wf_id, events in histories(osprov.stack, osprov.namespace, since).items():
+        for raw in events:
+            scanned += 1
+            hits += [f"history of {wf_id}" for f in forms if f in raw]
+    for proc in osprov.procs:
+        text = proc.log_text().encode()
+        scanned += text.count(b"\n")
+        hits += [f"{proc.name} log" for f in forms if f in text]
+    for status in all_statuses(osprov):
+        scanned += 1
+        blob = json.dumps(status).encode()
+        hits += ["a status" for f in forms if f in blob]
+    assert not hits, f"test passwords found in: {sorted(set(hits))}"
+    return scanned
+
+
+# ----- a Keystone the worker reaches through a proxy (outages without stopping the shared one) ---
+
+
+def proxied_clouds_env(stack: StackEnv, tmp: Path, proxy: FaultProxy) -> dict[str, str]:
+    """Env for a worker whose every Keystone request (auth and API) goes through `proxy`."""
+    clouds = yaml.safe_load(stack.clouds_yaml.read_text())
+    entry = clouds["clouds"][stack.cloud]
+    entry["auth"]["auth_url"] = f"{proxy.url}/v3"
+    entry["identity_endpoint_override"] = f"{proxy.url}/v3"
+    path = tmp / "clouds-proxied.yaml"
+    path.write_text(yaml.safe_dump(clouds))
+    path.chmod(0o600)
+    return {"OS_CLIENT_CONFIG_FILE": str(path)}
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
