@@ -34,6 +34,9 @@ class Recorded:
     log: str
 
 
+_children: dict[str, subprocess.Popen[bytes]] = {}
+
+
 def logs_dir() -> Path:
     return state_dir() / "logs"
 
@@ -108,6 +111,7 @@ def start(
             cwd=cwd,
             start_new_session=True,
         )
+    _children[name] = proc  # keep a reference: no "still running" ResourceWarning when it is collected
     ticks = _start_ticks(proc.pid) or 0
     rec = Recorded(name=name, pid=proc.pid, start_ticks=ticks, log=str(log_path(name)))
     (pids_dir() / f"{name}.json").write_text(json.dumps(asdict(rec)))
