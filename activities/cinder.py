@@ -45,6 +45,10 @@ T = TypeVar("T")
 _DIAGNOSTIC_FIELDS = ("status", "host", "migration_status", "replication_status", "volume_type", "updated_at")
 
 
+# Set once Cinder answered 400 to a name filter (not allowed for non-admins by its resource_filters.json).
+_name_filter_rejected = False
+
+
 class _ProjectMissing(Exception):
     """The scoped token was refused because the project (or its domain) does not exist."""
 
@@ -90,9 +94,27 @@ def _to_volume(resource: Any) -> Volume:
     )
 
 
+def _list_named(conn: openstack.connection.Connection, name: str) -> list[Any]:
+    """The project's volumes, filtered by name server-side when Cinder allows it.
+
+    Which filters a non-admin may use is the operator's choice (Cinder's resource_filters.json); where
+    "name" is not allowed Cinder answers 400, and the project's whole list is matched here instead.
+    """
+    global _name_filter_rejected
+    if not _name_filter_rejected:
+        try:
+            return list(conn.block_storage.volumes(details=True, name=name))
+        except openstack.exceptions.BadRequestException as exc:
+            log.info(
+                "cinder rejects the name filter; matching over the project's list", detail=str(exc)[:200]
+            )
+            _name_filter_rejected = True
+    return list(conn.block_storage.volumes(details=True))
+
+
 def _find_exact(conn: openstack.connection.Connection, name: str) -> list[Volume]:
     """Cinder's name filter is not an exact match everywhere: re-check the name, sort by ID."""
-    matches = [r for r in conn.block_storage.volumes(details=True, name=name) if r.name == name]
+    matches = [r for r in _list_named(conn, name) if r.name == name]
     for r in matches:
         if is_error(str(r.status or "")):
             diagnostics = {f: str(getattr(r, f, None)) for f in _DIAGNOSTIC_FIELDS}

@@ -1,0 +1,226 @@
+"""Volume end to end on the real local stack: CR → bridge → Temporal → worker → real Cinder → status.
+
+Outcomes are asserted in Cinder (admin openstacksdk client) and in the resources' status. Each module run
+uses its own Keystone project, in which the controller's user (admin, the worker's clouds.yaml) is granted
+the member role, so every Cinder call runs with a token scoped to that project.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import openstack.connection
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from api.cinder_io import ERROR_MESSAGE, volume_name
+from api.registry import kind_info
+from devenv.faults.cloud_state import cinder_reset_status
+from devenv.openstack.catalog import VOLUME_TYPE
+from devenv.testing import StackEnv
+from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
+
+AVAILABLE = "Available"
+CONTROLLER_USER = "admin"  # the user of the worker's clouds.yaml (cloud osprov-admin)
+
+
+def uniq(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
+    conn = admin_connection(full_stack)
+    yield conn
+    conn.close()
+
+
+def grant_member(admin: openstack.connection.Connection, project_id: str) -> None:
+    user = admin.identity.find_user(CONTROLLER_USER, domain_id="default", ignore_missing=False)
+    role = admin.identity.find_role("member", ignore_missing=False)
+    admin.identity.assign_project_role_to_user(project_id, user, role)
+
+
+@pytest.fixture(scope="module")
+def project(admin: openstack.connection.Connection) -> Iterator[str]:
+    proj = admin.identity.create_project(name=uniq("vol"), domain_id="default")
+    grant_member(admin, proj.id)
+    yield str(proj.name)
+    for vol in admin.block_storage.volumes(all_projects=True, project_id=proj.id):
+        admin.block_storage.delete_volume(vol.id, ignore_missing=True)
+
+
+def ensure_volume_crd(stack: StackEnv) -> None:
+    """Install the generated Volume CRD if the running kube emulator started before it existed."""
+    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
+    ext = kubernetes.client.ApiextensionsV1Api(api)
+    info = kind_info("Volume")
+    try:
+        ext.read_custom_resource_definition(info.crd_name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
+        ext.create_custom_resource_definition(body)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    wait_for(
+        lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,
+        "the Volume CRD is served",
+        30,
+    )
+
+
+@pytest.fixture(scope="module")
+def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
+    ensure_volume_crd(full_stack)
+    # A short resync, so a volume put into error behind osprov's back is seen within seconds.
+    yield from run_osprov(full_stack, tmp_path_factory.mktemp("volume"), resync_seconds=5)
+
+
+def spec(project: str, **extra: Any) -> dict[str, Any]:
+    return {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete", **extra}
+
+
+def cinder_named(admin: openstack.connection.Connection, name: str) -> list[Any]:
+    return [v for v in admin.block_storage.volumes(all_projects=True, name=name) if v.name == name]
+
+
+def uid_of(osprov: Osprov, name: str) -> str:
+    return str((osprov.get("Volume", name) or {})["metadata"]["uid"])
+
+
+def test_create_is_available_with_status_then_delete_removes_it(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str
+) -> None:
+    # A tag named like a linkage key must not override it.
+    osprov.apply("Volume", "data", spec(project, tags={"uid": "spoofed", "team": "storage"}))
+    obj = osprov.wait_ready("Volume", "data", ctype=AVAILABLE)
+    uid = obj["metadata"]["uid"]
+    [vol] = cinder_named(admin, volume_name(uid))
+    assert vol.status == "available" and vol.size == 1
+    assert obj["status"]["volumeID"] == vol.id and obj["status"]["size"] == 1
+    cond = osprov.condition("Volume", "data", AVAILABLE)
+    assert cond and cond["reason"] == "Provisioned"
+    meta = vol.metadata
+    assert meta["osprov.uid"] == uid and meta["osprov.tag.uid"] == "spoofed"
+    assert meta["osprov.kind"] == "Volume" and meta["osprov.namespace"] == osprov.namespace
+    assert meta["osprov.project"] == f"Default/{project}" and meta["osprov.region"] == "RegionOne"
+    assert meta["osprov.tag.team"] == "storage"
+    assert admin.identity.get_project(vol.project_id).name == project  # created in the resource's project
+
+    osprov.delete("Volume", "data")
+    wait_for(lambda: osprov.get("Volume", "data") is None, "the Volume resource is gone", 60)
+    assert cinder_named(admin, volume_name(uid)) == []
+
+
+def test_volume_class_becomes_the_cinder_volume_type(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str
+) -> None:
+    vtype = admin.block_storage.find_type(VOLUME_TYPE, ignore_missing=False)
+    osprov.apply("Volume", "typed", spec(project, volumeClassID=vtype.id, size=2))
+    obj = osprov.wait_ready("Volume", "typed", ctype=AVAILABLE)
+    vol = admin.block_storage.get_volume(obj["status"]["volumeID"])
+    assert vol.volume_type == VOLUME_TYPE and vol.size == 2
+
+
+def test_worker_killed_after_create_accepted_adopts_instead_of_duplicating(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str
+) -> None:
+    names = [f"crash-{i}" for i in range(4)]
+    for name in names:
+        osprov.apply("Volume", name, spec(project))
+    uids = {name: uid_of(osprov, name) for name in names}
+    # kill -9 as soon as Cinder has accepted a first create: the others are in flight or not yet sent.
+    wait_for(lambda: any(cinder_named(admin, volume_name(u)) for u in uids.values()), "a first volume", 60)
+    osprov.worker.kill()
+    osprov.worker.start()
+    for name in names:
+        obj = osprov.wait_ready("Volume", name, ctype=AVAILABLE, timeout_s=150)
+        found = cinder_named(admin, volume_name(uids[name]))
+        assert [v.id for v in found] == [obj["status"]["volumeID"]], f"{name}: {len(found)} volumes in Cinder"
+
+
+def test_volume_whose_name_only_starts_with_ours_is_not_adopted(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str
+) -> None:
+    # The bridge is stopped so the look-alike exists before the workflow's first lookup.
+    osprov.bridge.stop()
+    osprov.apply("Volume", "lookalike", spec(project))
+    uid = uid_of(osprov, "lookalike")
+    scoped = admin.connect_as_project({"name": project, "domain_id": "default"})
+    lookalike = scoped.block_storage.create_volume(name=f"{volume_name(uid)}-copy", size=1)
+    osprov.bridge.start()
+    obj = osprov.wait_ready("Volume", "lookalike", ctype=AVAILABLE, timeout_s=90)
+    assert obj["status"]["volumeID"] != lookalike.id
+    assert [v.id for v in cinder_named(admin, volume_name(uid))] == [obj["status"]["volumeID"]]
+    assert admin.block_storage.get_volume(lookalike.id).name == f"{volume_name(uid)}-copy"
+
+
+def test_cinder_error_state_is_errored_with_only_the_user_safe_message(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str
+) -> None:
+    osprov.apply("Volume", "broken", spec(project))
+    obj = osprov.wait_ready("Volume", "broken", ctype=AVAILABLE)
+    volume_id = obj["status"]["volumeID"]
+    cinder_reset_status(admin, volume_id, "error")  # behind osprov's back: seen at the next resync
+
+    def errored() -> dict[str, Any] | None:
+        cond = osprov.condition("Volume", "broken", AVAILABLE)
+        return cond if cond and cond["reason"] == "Errored" else None
+
+    cond = wait_for(errored, "Available=False/Errored", 60)
+    assert cond["status"] == "False" and cond["message"] == ERROR_MESSAGE
+    status = (osprov.get("Volume", "broken") or {})["status"]
+    assert set(status) == {"observedGeneration", "conditions", "volumeID", "size"}
+    assert [c["message"] for c in status["conditions"]] == [ERROR_MESSAGE]
+    # Cinder's own details are in the operator log, keyed by the volume.
+    assert wait_for(
+        lambda: volume_id in osprov.worker.log_text() and "error state" in osprov.worker.log_text(),
+        "the operator log names the errored volume",
+        30,
+    )
+    # An errored volume is still deleted with its resource.
+    osprov.delete("Volume", "broken")
+    wait_for(lambda: osprov.get("Volume", "broken") is None, "the Volume resource is gone", 60)
+    assert admin.block_storage.find_volume(volume_id, all_projects=True) is None
+
+
+def test_project_declared_later_with_identity_kinds_unblocks_the_volume(
+    osprov: Osprov, admin: openstack.connection.Connection
+) -> None:
+    late = uniq("late")
+    osprov.apply("Volume", "waits", spec(late))
+    cond = wait_for(lambda: osprov.condition("Volume", "waits", AVAILABLE), "missing project reported", 60)
+    assert cond["status"] == "False" and cond["reason"] == "Provisioning"
+    assert f"project '{late}' in domain 'Default' does not exist in Keystone yet" in cond["message"]
+    # The project and the controller's grant, declared with the identity kinds (as in examples/cinder).
+    osprov.apply("Project", "late", {"name": late, "domain": "Default"})
+    osprov.apply(
+        "RoleAssignment",
+        "late-controller",
+        {
+            "role": {"name": "member"},
+            "user": {"name": CONTROLLER_USER, "domain": "Default"},
+            "project": {"name": late, "domain": "Default"},
+        },
+    )
+    obj = osprov.wait_ready("Volume", "waits", ctype=AVAILABLE, timeout_s=120)
+    [vol] = cinder_named(admin, volume_name(obj["metadata"]["uid"]))
+    assert admin.identity.get_project(vol.project_id).name == late
+    osprov.delete("Volume", "waits")
+    wait_for(lambda: osprov.get("Volume", "waits") is None, "the Volume resource is gone", 60)
+    assert cinder_named(admin, volume_name(obj["metadata"]["uid"])) == []
+
+
+def test_delete_of_a_volume_whose_project_never_existed_succeeds(osprov: Osprov) -> None:
+    osprov.apply("Volume", "orphan", spec(uniq("never")))
+    wait_for(lambda: osprov.condition("Volume", "orphan", AVAILABLE), "missing project reported", 60)
+    osprov.delete("Volume", "orphan")
+    wait_for(lambda: osprov.get("Volume", "orphan") is None, "the Volume resource is gone", 60)
