@@ -1,0 +1,295 @@
+"""Octavia activities: each makes one idempotent load-balancer API call in the resource's project.
+
+Names and models: api/octavia_io.py. Lookups post-filter Octavia's (fuzzy) name filters for exact names;
+the workflow decides what duplicates mean. Creates are create-if-absent (exact-name lookup first), so a
+create retried after a worker crash adopts the object the first attempt made. The load-balancer client is
+pinned to microversion 2.22 (PROXYV2 pools). Errors leave as typed ApplicationErrors (activities/errors.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openstack.exceptions
+from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
+from temporalio import activity
+
+from activities import cloud
+from activities.cloud import openstack_errors
+from api import octavia_io as io
+
+SERVICE = "Octavia"
+
+
+def _lb(scope: io.Scope) -> LoadBalancerProxy:
+    """The project-scoped load-balancer client, pinned to the microversion PROXYV2 needs."""
+    proxy: LoadBalancerProxy = cloud.project_connection(scope.project, scope.domain).load_balancer
+    proxy.default_microversion = io.OCTAVIA_MICROVERSION
+    return proxy
+
+
+def _lb_view(r: Any) -> io.LoadBalancerView:
+    return io.LoadBalancerView(
+        id=r.id,
+        name=r.name or "",
+        provisioning_status=r.provisioning_status or "",
+        vip_address=r.vip_address or None,
+        vip_port_id=r.vip_port_id or None,
+    )
+
+
+def _listener_view(r: Any) -> io.ListenerView:
+    return io.ListenerView(
+        id=r.id,
+        name=r.name or "",
+        provisioning_status=r.provisioning_status or "",
+        protocol=r.protocol or "",
+        port=int(r.protocol_port or 0),
+        allowed_cidrs=sorted(r.allowed_cidrs or []),
+        default_pool_id=r.default_pool_id or None,
+        timeout_client_data=r.timeout_client_data,
+        timeout_member_data=r.timeout_member_data,
+    )
+
+
+def _pool_view(r: Any) -> io.PoolView:
+    return io.PoolView(
+        id=r.id,
+        name=r.name or "",
+        provisioning_status=r.provisioning_status or "",
+        protocol=r.protocol or "",
+        lb_algorithm=r.lb_algorithm or "",
+    )
+
+
+def _monitor_view(r: Any) -> io.MonitorView:
+    pools = r.pools or []
+    return io.MonitorView(
+        id=r.id,
+        name=r.name or "",
+        provisioning_status=r.provisioning_status or "",
+        type=r.type or "",
+        pool_id=r.pool_id or (pools[0]["id"] if pools else None),
+        delay=int(r.delay or 0),
+        timeout=int(r.timeout or 0),
+        max_retries=int(r.max_retries or 0),
+        max_retries_down=int(r.max_retries_down or 0),
+    )
+
+
+def _find_lbs(proxy: LoadBalancerProxy, name: str) -> list[io.LoadBalancerView]:
+    found = [_lb_view(r) for r in proxy.load_balancers(name=name) if r.name == name]
+    return sorted((v for v in found if v.provisioning_status != "DELETED"), key=lambda v: v.id)
+
+
+@activity.defn(name=io.FIND_LOAD_BALANCER)
+def find_load_balancer(req: io.FindLoadBalancer) -> list[io.LoadBalancerView]:
+    """Every load balancer named exactly req.name (DELETED ones excluded), sorted by ID."""
+    with openstack_errors(f"find load balancer {req.name}", service=SERVICE):
+        return _find_lbs(_lb(req.scope), req.name)
+
+
+@activity.defn(name=io.CREATE_LOAD_BALANCER)
+def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
+    """Create-if-absent by exact name: an existing one is returned as it is."""
+    with openstack_errors(f"create load balancer {req.name}", service=SERVICE):
+        proxy = _lb(req.scope)
+        existing = _find_lbs(proxy, req.name)
+        if existing:
+            return existing[0]
+        attrs: dict[str, Any] = {"name": req.name, "vip_network_id": req.vip_network_id}
+        if req.vip_subnet_id:
+            attrs["vip_subnet_id"] = req.vip_subnet_id
+        if req.vip_address:
+            attrs["vip_address"] = req.vip_address
+        return _lb_view(proxy.create_load_balancer(**attrs))
+
+
+def _children(items: Any, prefix: str) -> list[Any]:
+    return sorted((r for r in items if (r.name or "").startswith(prefix)), key=lambda r: r.id)
+
+
+@activity.defn(name=io.LIST_LISTENERS)
+def list_listeners(req: io.ListChildren) -> list[io.ListenerView]:
+    """Listeners of the load balancer whose names start with req.prefix."""
+    with openstack_errors(f"list listeners of load balancer {req.load_balancer_id}", service=SERVICE):
+        items = _lb(req.scope).listeners(loadbalancer_id=req.load_balancer_id)
+        return [_listener_view(r) for r in _children(items, req.prefix)]
+
+
+def _listener_timeouts(client: int | None, member: int | None) -> dict[str, int]:
+    return {
+        k: v for k, v in (("timeout_client_data", client), ("timeout_member_data", member)) if v is not None
+    }
+
+
+@activity.defn(name=io.CREATE_LISTENER)
+def create_listener(req: io.CreateListener) -> io.ListenerView:
+    """Create-if-absent by exact name on this load balancer."""
+    with openstack_errors(f"create listener {req.name}", service=SERVICE):
+        proxy = _lb(req.scope)
+        items = proxy.listeners(loadbalancer_id=req.load_balancer_id, name=req.name)
+        existing = [r for r in items if r.name == req.name]
+        if existing:
+            return _listener_view(sorted(existing, key=lambda r: r.id)[0])
+        created = proxy.create_listener(
+            name=req.name,
+            loadbalancer_id=req.load_balancer_id,
+            protocol=req.protocol,
+            protocol_port=req.port,
+            default_pool_id=req.default_pool_id,
+            allowed_cidrs=req.allowed_cidrs or None,
+            **_listener_timeouts(req.timeout_client_data, req.timeout_member_data),
+        )
+        return _listener_view(created)
+
+
+@activity.defn(name=io.UPDATE_LISTENER)
+def update_listener(req: io.UpdateListener) -> io.ListenerView:
+    """One PUT of the given fields; the listener keeps its ID."""
+    attrs: dict[str, Any] = _listener_timeouts(req.timeout_client_data, req.timeout_member_data)
+    if req.allowed_cidrs is not None:
+        attrs["allowed_cidrs"] = req.allowed_cidrs or None  # null clears the list
+    if req.default_pool_id is not None:
+        attrs["default_pool_id"] = req.default_pool_id
+    with openstack_errors(f"update listener {req.id}", service=SERVICE):
+        return _listener_view(_lb(req.scope).update_listener(req.id, **attrs))
+
+
+@activity.defn(name=io.LIST_POOLS)
+def list_pools(req: io.ListChildren) -> list[io.PoolView]:
+    with openstack_errors(f"list pools of load balancer {req.load_balancer_id}", service=SERVICE):
+        items = _lb(req.scope).pools(loadbalancer_id=req.load_balancer_id)
+        return [_pool_view(r) for r in _children(items, req.prefix)]
+
+
+@activity.defn(name=io.CREATE_POOL)
+def create_pool(req: io.CreatePool) -> io.PoolView:
+    """Create-if-absent by exact name on this load balancer."""
+    with openstack_errors(f"create pool {req.name}", service=SERVICE):
+        proxy = _lb(req.scope)
+        items = proxy.pools(loadbalancer_id=req.load_balancer_id, name=req.name)
+        existing = [r for r in items if r.name == req.name]
+        if existing:
+            return _pool_view(sorted(existing, key=lambda r: r.id)[0])
+        created = proxy.create_pool(
+            name=req.name,
+            loadbalancer_id=req.load_balancer_id,
+            protocol=req.protocol,
+            lb_algorithm=req.lb_algorithm,
+        )
+        return _pool_view(created)
+
+
+@activity.defn(name=io.UPDATE_POOL)
+def update_pool(req: io.UpdatePool) -> io.PoolView:
+    with openstack_errors(f"update pool {req.id}", service=SERVICE):
+        return _pool_view(_lb(req.scope).update_pool(req.id, lb_algorithm=req.lb_algorithm))
+
+
+@activity.defn(name=io.LIST_MEMBERS)
+def list_members(req: io.PoolRef) -> list[io.MemberView]:
+    with openstack_errors(f"list members of pool {req.pool_id}", service=SERVICE):
+        return sorted(
+            (
+                io.MemberView(
+                    id=m.id,
+                    address=m.address or "",
+                    port=int(m.protocol_port or 0),
+                    provisioning_status=m.provisioning_status or "",
+                )
+                for m in _lb(req.scope).members(req.pool_id)
+            ),
+            key=lambda m: (m.address, m.port),
+        )
+
+
+@activity.defn(name=io.REPLACE_MEMBERS)
+def replace_members(req: io.ReplaceMembers) -> None:
+    """Octavia's batch member update (PUT /lbaas/pools/{id}/members): one call, one PENDING_UPDATE.
+
+    Idempotent: repeating it with the same list changes nothing."""
+    body = {"members": [{"address": m.address, "protocol_port": m.port} for m in req.members]}
+    with openstack_errors(f"replace members of pool {req.pool_id}", service=SERVICE):
+        proxy = _lb(req.scope)
+        response = proxy.put(
+            f"/lbaas/pools/{req.pool_id}/members", json=body, microversion=io.OCTAVIA_MICROVERSION
+        )
+        openstack.exceptions.raise_from_response(response)
+
+
+@activity.defn(name=io.LIST_MONITORS)
+def list_monitors(req: io.ListChildren) -> list[io.MonitorView]:
+    """Health monitors of the project whose names start with req.prefix (names carry the LB's UID)."""
+    with openstack_errors(f"list health monitors {req.prefix}*", service=SERVICE):
+        return [_monitor_view(r) for r in _children(_lb(req.scope).health_monitors(), req.prefix)]
+
+
+@activity.defn(name=io.CREATE_MONITOR)
+def create_monitor(req: io.CreateMonitor) -> io.MonitorView:
+    """Create-if-absent by exact name."""
+    with openstack_errors(f"create health monitor {req.name}", service=SERVICE):
+        proxy = _lb(req.scope)
+        existing = [r for r in proxy.health_monitors(name=req.name) if r.name == req.name]
+        if existing:
+            return _monitor_view(sorted(existing, key=lambda r: r.id)[0])
+        created = proxy.create_health_monitor(
+            name=req.name,
+            pool_id=req.pool_id,
+            type=req.type,
+            delay=req.delay,
+            timeout=req.timeout,
+            max_retries=req.max_retries,
+            max_retries_down=req.max_retries_down,
+        )
+        return _monitor_view(created)
+
+
+@activity.defn(name=io.UPDATE_MONITOR)
+def update_monitor(req: io.UpdateMonitor) -> io.MonitorView:
+    with openstack_errors(f"update health monitor {req.id}", service=SERVICE):
+        updated = _lb(req.scope).update_health_monitor(
+            req.id,
+            delay=req.delay,
+            timeout=req.timeout,
+            max_retries=req.max_retries,
+            max_retries_down=req.max_retries_down,
+        )
+        return _monitor_view(updated)
+
+
+@activity.defn(name=io.DELETE)
+def delete(req: io.DeleteObject) -> bool:
+    """Delete by ID (cascade for a load balancer). True if deleted now, False if already gone."""
+    with openstack_errors(f"delete {req.kind} {req.id}", service=SERVICE):
+        proxy = _lb(req.scope)
+        try:
+            if req.kind == "loadbalancer":
+                proxy.delete_load_balancer(req.id, ignore_missing=False, cascade=req.cascade)
+            elif req.kind == "listener":
+                proxy.delete_listener(req.id, ignore_missing=False)
+            elif req.kind == "pool":
+                proxy.delete_pool(req.id, ignore_missing=False)
+            else:
+                proxy.delete_health_monitor(req.id, ignore_missing=False)
+        except openstack.exceptions.NotFoundException:
+            return False
+        return True
+
+
+ACTIVITIES: list[Any] = [
+    find_load_balancer,
+    create_load_balancer,
+    list_listeners,
+    create_listener,
+    update_listener,
+    list_pools,
+    create_pool,
+    update_pool,
+    list_members,
+    replace_members,
+    list_monitors,
+    create_monitor,
+    update_monitor,
+    delete,
+]

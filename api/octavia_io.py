@@ -1,0 +1,254 @@
+"""Inputs and outputs of the Octavia and Neutron (floating IP) activities.
+
+The contract between workflows/loadbalancer.py and activities/octavia.py + activities/neutron.py. Pure
+pydantic: workflows import it inside Temporal's sandbox. Every call is scoped to the resource's project
+(`Scope`): the activities use a project-scoped connection, never admin authority, for these objects.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Activity names (the workflow calls these strings; the activity modules register them).
+FIND_LOAD_BALANCER = "octavia.find_load_balancer"
+CREATE_LOAD_BALANCER = "octavia.create_load_balancer"
+LIST_LISTENERS = "octavia.list_listeners"
+CREATE_LISTENER = "octavia.create_listener"
+UPDATE_LISTENER = "octavia.update_listener"
+LIST_POOLS = "octavia.list_pools"
+CREATE_POOL = "octavia.create_pool"
+UPDATE_POOL = "octavia.update_pool"
+LIST_MEMBERS = "octavia.list_members"
+REPLACE_MEMBERS = "octavia.replace_members"
+LIST_MONITORS = "octavia.list_monitors"
+CREATE_MONITOR = "octavia.create_monitor"
+UPDATE_MONITOR = "octavia.update_monitor"
+DELETE = "octavia.delete"
+FIND_FLOATING_IPS = "neutron.find_floating_ips"
+CREATE_FLOATING_IP = "neutron.create_floating_ip"
+DELETE_FLOATING_IP = "neutron.delete_floating_ip"
+
+# Octavia microversion the load-balancer client pins: PROXYV2 pools exist from 2.22 on.
+OCTAVIA_MICROVERSION = "2.22"
+LB_ALGORITHM = "ROUND_ROBIN"
+
+ACTIVE = "ACTIVE"
+PENDING = frozenset({"PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE"})
+
+ObjectKind = Literal["loadbalancer", "listener", "pool", "healthmonitor"]
+ListenerProtocol = Literal["TCP", "UDP"]
+PoolProtocol = Literal["TCP", "UDP", "PROXYV2"]
+MonitorType = Literal["TCP", "UDP-CONNECT"]
+
+
+# --- deterministic names: the linkage contract (never rename) ------------------------------------------
+def lb_name(uid: str) -> str:
+    return f"lb-{uid}"
+
+
+def listener_name(uid: str, listener: str) -> str:
+    return f"lb-{uid}-{listener}-listener"
+
+
+def pool_name(uid: str, listener: str) -> str:
+    return f"lb-{uid}-{listener}-pool"
+
+
+def monitor_name(uid: str, listener: str) -> str:
+    return f"lb-{uid}-{listener}-monitor"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scope(_Model):
+    """The Keystone project every call is scoped to."""
+
+    project: str
+    domain: str
+
+
+# --- observations ---------------------------------------------------------------------------------------
+class LoadBalancerView(_Model):
+    id: str
+    name: str
+    provisioning_status: str
+    vip_address: str | None = None
+    vip_port_id: str | None = None
+
+
+class ListenerView(_Model):
+    id: str
+    name: str
+    provisioning_status: str
+    protocol: str
+    port: int
+    allowed_cidrs: list[str] = Field(default_factory=list)
+    default_pool_id: str | None = None
+    timeout_client_data: int | None = None  # milliseconds
+    timeout_member_data: int | None = None  # milliseconds
+
+
+class PoolView(_Model):
+    id: str
+    name: str
+    provisioning_status: str
+    protocol: str
+    lb_algorithm: str
+
+
+class MemberView(_Model):
+    id: str
+    address: str
+    port: int
+    provisioning_status: str
+
+
+class MonitorView(_Model):
+    id: str
+    name: str
+    provisioning_status: str
+    type: str
+    pool_id: str | None = None
+    delay: int
+    timeout: int
+    max_retries: int
+    max_retries_down: int
+
+
+class FloatingIpView(_Model):
+    id: str
+    address: str
+    port_id: str | None = None
+
+
+# --- requests -------------------------------------------------------------------------------------------
+class FindLoadBalancer(_Model):
+    """Every load balancer of the project named exactly `name` (the filter is post-checked)."""
+
+    scope: Scope
+    name: str
+
+
+class CreateLoadBalancer(_Model):
+    """Create-if-absent: an exact-name match is returned (adopted) instead of creating a second one."""
+
+    scope: Scope
+    name: str
+    vip_network_id: str
+    vip_subnet_id: str | None = None
+    vip_address: str | None = None
+
+
+class ListChildren(_Model):
+    """Objects of one load balancer whose names start with `prefix` (lb-{uid}-)."""
+
+    scope: Scope
+    load_balancer_id: str
+    prefix: str
+
+
+class CreateListener(_Model):
+    scope: Scope
+    load_balancer_id: str
+    name: str
+    protocol: ListenerProtocol
+    port: int
+    default_pool_id: str
+    allowed_cidrs: list[str] = Field(default_factory=list)
+    timeout_client_data: int | None = None
+    timeout_member_data: int | None = None
+
+
+class UpdateListener(_Model):
+    """PUT exactly these listener fields (unset: unchanged). An empty allowed_cidrs clears the list."""
+
+    scope: Scope
+    id: str
+    allowed_cidrs: list[str] | None = None
+    default_pool_id: str | None = None
+    timeout_client_data: int | None = None
+    timeout_member_data: int | None = None
+
+
+class CreatePool(_Model):
+    """A pool of the load balancer (linked to its listener by the listener's default_pool_id)."""
+
+    scope: Scope
+    load_balancer_id: str
+    name: str
+    protocol: PoolProtocol
+    lb_algorithm: str = LB_ALGORITHM
+
+
+class UpdatePool(_Model):
+    scope: Scope
+    id: str
+    lb_algorithm: str
+
+
+class PoolRef(_Model):
+    scope: Scope
+    pool_id: str
+
+
+class Member(_Model):
+    address: str
+    port: int
+
+
+class ReplaceMembers(_Model):
+    """One batch update: the pool's members become exactly `members`."""
+
+    scope: Scope
+    pool_id: str
+    members: list[Member]
+
+
+class CreateMonitor(_Model):
+    scope: Scope
+    pool_id: str
+    name: str
+    type: MonitorType
+    delay: int
+    timeout: int
+    max_retries: int
+    max_retries_down: int
+
+
+class UpdateMonitor(_Model):
+    scope: Scope
+    id: str
+    delay: int
+    timeout: int
+    max_retries: int
+    max_retries_down: int
+
+
+class DeleteObject(_Model):
+    """Delete one Octavia object by ID; cascade only for a load balancer. Already gone = False."""
+
+    scope: Scope
+    kind: ObjectKind
+    id: str
+    cascade: bool = False
+
+
+class FindFloatingIps(_Model):
+    scope: Scope
+    port_id: str
+
+
+class CreateFloatingIp(_Model):
+    """Create-if-absent on the port, on the external network the worker is configured with."""
+
+    scope: Scope
+    port_id: str
+
+
+class DeleteFloatingIp(_Model):
+    scope: Scope
+    id: str

@@ -1,0 +1,303 @@
+"""LoadBalancer pass order (spec page octavia.md, step labels P1..P8, D1..D4) on the time-skipping server.
+
+Stubbed Octavia/Neutron (fakes_octavia.py) model Octavia's lock: a mutation while the load balancer is
+PENDING is a 409, so every test also proves the workflow waits for ACTIVE between mutating steps.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from api import octavia_io as io
+from tests.workflows.fakes import FakeCloud
+from tests.workflows.fakes_octavia import FakeOctavia
+from tests.workflows.harness import Harness, eventually
+from workflows.loadbalancer import LoadBalancerWorkflow
+
+FINALIZER = "octavia.osh.openstack.org/finalizer"
+HTTP = {
+    "name": "http",
+    "protocol": "TCP",
+    "port": 80,
+    "allowedCIDRs": ["10.0.0.0/8"],
+    "idleTimeoutSeconds": 60,
+    "pool": {"proxyProtocolV2": True, "members": [{"address": "10.0.0.11", "port": 8080}]},
+    "healthCheck": {"delaySeconds": 5, "timeoutSeconds": 3, "healthyThreshold": 2, "unhealthyThreshold": 3},
+}
+DNS = {
+    "name": "dns",
+    "protocol": "UDP",
+    "port": 53,
+    "pool": {"members": [{"address": "10.0.0.21", "port": 53}]},
+    "healthCheck": {"delaySeconds": 10, "timeoutSeconds": 5, "healthyThreshold": 2, "unhealthyThreshold": 2},
+}
+SPEC: dict[str, Any] = {
+    "project": {"name": "demo", "domain": "Default"},
+    "vipNetworkID": "net-1",
+    "vipSubnetID": "subnet-1",
+    "publicIP": True,
+    "deletionPolicy": "delete",
+    "listeners": [HTTP, DNS],
+}
+
+
+@dataclass
+class Env:
+    h: Harness
+    o: FakeOctavia
+    uid: str = ""
+
+    async def apply(self, spec: dict[str, Any], generation: int = 1) -> Any:
+        self.uid = self.uid or str(uuid.uuid4())
+        return await self.h.apply("LoadBalancer", spec, generation, uid=self.uid, finalizers=[FINALIZER])
+
+    def available(self) -> dict[str, Any]:
+        return self.h.last_ready()
+
+    def status(self) -> dict[str, Any]:
+        return self.h.cloud.statuses[-1]
+
+    async def wait_reason(self, reason: str, generation: int = 1, deadline_s: float = 30.0) -> dict[str, Any]:
+        """Wait (real-time deadline) while skipping the workflow's durable timers in server time."""
+
+        async def reached() -> bool:
+            st = self.h.cloud.statuses[-1] if self.h.cloud.statuses else {}
+            if st.get("observedGeneration") == generation and self.available()["reason"] == reason:
+                return True
+            await self.h.env.sleep(0.5)  # time-skipping: lets the next requeue timer fire at once
+            return False
+
+        await eventually(reached, f"Available reason {reason} at generation {generation}", deadline_s)
+        return self.available()
+
+    def name(self, listener: str = "", kind: str = "") -> str:
+        return f"lb-{self.uid}" + (f"-{listener}-{kind}" if listener else "")
+
+
+@pytest_asyncio.fixture
+async def env(tenv: WorkflowEnvironment) -> AsyncIterator[Env]:
+    cloud, octavia = FakeCloud(), FakeOctavia()
+    queue = f"q-{uuid.uuid4()}"
+    activities = cloud.activities() + octavia.activities()
+    async with Worker(tenv.client, task_queue=queue, workflows=[LoadBalancerWorkflow], activities=activities):
+        h = Harness(tenv, cloud, queue)
+        yield Env(h, octavia)
+        await h.close()
+
+
+def with_listeners(*listeners: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(SPEC) | changes
+    spec["listeners"] = [copy.deepcopy(x) for x in listeners]
+    return spec
+
+
+def no_errors(e: Env) -> bool:
+    """No pass failed: in particular no mutation hit Octavia's PENDING lock (a 409)."""
+    return all(s["conditions"][0]["reason"] != "ReconcileError" for s in e.h.cloud.statuses)
+
+
+async def test_P1_to_P8_full_create_is_provisioned_with_deterministic_names(env: Env) -> None:
+    await env.apply(SPEC)
+    cond = await env.wait_reason("Provisioned")
+    o, lb = env.o, env.o.lb()
+    assert cond["status"] == "True" and lb.name == env.name()
+    http_pool = o.named(o.pools, env.name("http", "pool"))
+    dns_pool = o.named(o.pools, env.name("dns", "pool"))
+    assert (http_pool.protocol, dns_pool.protocol) == ("PROXYV2", "UDP")
+    http = o.named(o.listeners, env.name("http", "listener"))
+    dns = o.named(o.listeners, env.name("dns", "listener"))
+    assert (http.default_pool_id, dns.default_pool_id) == (http_pool.id, dns_pool.id)
+    assert http.allowed_cidrs == ["10.0.0.0/8"] and http.timeout_client_data == 60000
+    assert dns.timeout_client_data == 50000  # UDP: Octavia's default, never managed
+    hm_http = o.named(o.monitors, env.name("http", "monitor"))
+    hm_dns = o.named(o.monitors, env.name("dns", "monitor"))
+    assert (hm_http.type, hm_dns.type) == ("TCP", "UDP-CONNECT")
+    assert (hm_http.delay, hm_http.timeout, hm_http.max_retries, hm_http.max_retries_down) == (5, 3, 2, 3)
+    assert [(m.address, m.port) for m in o.members[http_pool.id]] == [("10.0.0.11", 8080)]
+    [fip] = o.fips.values()
+    assert fip.port_id == lb.vip_port_id
+    shown = {k: env.status()[k] for k in ("loadBalancerID", "vipAddress", "publicIP")}
+    assert shown == {"loadBalancerID": lb.id, "vipAddress": lb.vip_address, "publicIP": fip.address}
+    assert o.scopes == {("demo", "Default")}  # every call in the resource's project
+    assert o.count(io.CREATE_LOAD_BALANCER) == 1 and o.count(io.REPLACE_MEMBERS) == 2
+    assert no_errors(env)
+
+
+async def test_P3_pending_is_waited_out_with_timers(env: Env) -> None:
+    env.o.settle_reads = 4  # Octavia slow to settle: several PENDING reads after every mutation
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    assert no_errors(env)
+    assert any(
+        "waiting for load balancer PENDING_UPDATE" in s["conditions"][0]["message"]
+        for s in env.h.cloud.statuses
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "change", "check"),
+    [
+        (
+            "P7b allowed CIDRs",
+            lambda x: x.update(allowedCIDRs=["192.168.0.0/16", "10.1.0.0/16"]),
+            lambda o, e: (
+                o.named(o.listeners, e.name("http", "listener")).allowed_cidrs
+                == ["10.1.0.0/16", "192.168.0.0/16"]
+            ),
+        ),
+        (
+            "P7b idle timeout",
+            lambda x: x.update(idleTimeoutSeconds=300),
+            lambda o, e: o.named(o.listeners, e.name("http", "listener")).timeout_member_data == 300000,
+        ),
+        (
+            "P7c members in one batch",
+            lambda x: x["pool"].update(
+                members=[{"address": "10.0.0.12", "port": 8080}, {"address": "10.0.0.13", "port": 8080}]
+            ),
+            lambda o, e: (
+                o.count(io.REPLACE_MEMBERS) == 2
+                and {m.address for m in o.members[o.named(o.pools, e.name("http", "pool")).id]}
+                == {"10.0.0.12", "10.0.0.13"}
+            ),
+        ),
+        (
+            "P7d monitor thresholds",
+            lambda x: x.update(
+                healthCheck={
+                    "delaySeconds": 7,
+                    "timeoutSeconds": 7,
+                    "healthyThreshold": 4,
+                    "unhealthyThreshold": 5,
+                }
+            ),
+            lambda o, e: (lambda m: (m.delay, m.timeout, m.max_retries, m.max_retries_down) == (7, 7, 4, 5))(
+                o.named(o.monitors, e.name("http", "monitor"))
+            ),
+        ),
+    ],
+)
+async def test_P7_mutable_fields_converge_in_place(env: Env, step: str, change: Any, check: Any) -> None:
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    ids = {*env.o.listeners, *env.o.pools, *env.o.monitors, *env.o.lbs}
+    http = copy.deepcopy(HTTP)
+    change(http)
+    await env.h.signal(env.h.started[0], 2, with_listeners(http), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    assert check(env.o, env), step
+    assert {*env.o.listeners, *env.o.pools, *env.o.monitors, *env.o.lbs} == ids  # same Octavia IDs
+    assert env.o.count(io.CREATE_LOAD_BALANCER) == 1 and no_errors(env)
+
+
+async def test_P6_P8_removed_listener_is_pruned_with_its_pool_and_monitor(env: Env) -> None:
+    await env.apply(SPEC)
+    await env.wait_reason("Provisioned")
+    await env.h.signal(env.h.started[0], 2, with_listeners(HTTP), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    names = {x.name for x in env.o.listeners.values()} | {x.name for x in env.o.pools.values()}
+    names |= {x.name for x in env.o.monitors.values()}
+    assert names == {env.name("http", k) for k in ("listener", "pool", "monitor")}
+    assert no_errors(env)
+
+
+async def test_P6_renamed_listener_on_the_same_port_replaces_the_old_one(env: Env) -> None:
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    old = env.o.named(env.o.listeners, env.name("http", "listener")).id
+    await env.h.signal(env.h.started[0], 2, with_listeners(HTTP | {"name": "web"}), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    new = env.o.named(env.o.listeners, env.name("web", "listener"))
+    assert new.port == 80 and new.id != old and old not in env.o.listeners
+    assert {p.name for p in env.o.pools.values()} == {env.name("web", "pool")}
+    assert no_errors(env)  # the fake refuses a second listener on port 80: the old one went first
+
+
+async def test_P8_removed_health_check_prunes_the_monitor(env: Env) -> None:
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    http = {k: v for k, v in HTTP.items() if k != "healthCheck"}
+    await env.h.signal(env.h.started[0], 2, with_listeners(http), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    assert env.o.monitors == {}
+
+
+async def test_P5_public_ip_off_deletes_the_floating_ip_and_clears_status(env: Env) -> None:
+    await env.apply(SPEC)
+    await env.wait_reason("Provisioned")
+    assert env.status()["publicIP"]
+    await env.h.signal(env.h.started[0], 2, SPEC | {"publicIP": False}, finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    assert env.o.fips == {} and env.status()["publicIP"] is None
+
+
+@pytest.mark.parametrize("target", ["loadbalancer", "listener"])
+async def test_P3_error_status_is_a_consistency_error_and_nothing_is_mutated(env: Env, target: str) -> None:
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    obj = (
+        env.o.lb() if target == "loadbalancer" else env.o.named(env.o.listeners, env.name("http", "listener"))
+    )
+    env.o.force(obj.id, "ERROR")
+    before = list(env.o.mutations())
+    changed: dict[str, Any] = copy.deepcopy(HTTP)
+    changed["pool"] = {"proxyProtocolV2": True, "members": []}
+    await env.h.signal(env.h.started[0], 2, with_listeners(changed, publicIP=False), finalizers=[FINALIZER])
+    cond = await env.wait_reason("Errored", generation=2)
+    assert cond["status"] == "False" and "provisioning status ERROR" in cond["message"]
+    assert obj.id not in cond["message"]  # user-safe: names, not provider IDs
+    await env.h.env.sleep(60)  # retries on durable timers: still read-only
+    assert env.o.mutations() == before and len(env.o.fips) == 1
+
+
+async def test_P1_two_load_balancers_with_the_exact_name_are_a_consistency_error(env: Env) -> None:
+    env.uid = str(uuid.uuid4())
+    env.o.add_lb(env.name())
+    env.o.add_lb(env.name())
+    env.o.add_lb(env.name() + "0")  # a fuzzy-filter neighbour: never counted
+    await env.apply(SPEC)
+    cond = await env.wait_reason("Errored")
+    assert "2 Octavia objects are named exactly" in cond["message"]
+    assert env.o.mutations() == []
+
+
+async def test_P2_requested_vip_differing_from_the_actual_is_a_consistency_error(env: Env) -> None:
+    env.uid = str(uuid.uuid4())
+    env.o.add_lb(env.name())  # made earlier with the fake's VIP 10.20.0.5
+    await env.apply(SPEC | {"vipAddress": "10.20.0.99"})
+    cond = await env.wait_reason("Errored")
+    assert "not the requested 10.20.0.99" in cond["message"] and env.o.mutations() == []
+
+
+async def test_P1_existing_load_balancer_is_adopted_not_duplicated(env: Env) -> None:
+    env.uid = str(uuid.uuid4())
+    lb = env.o.add_lb(env.name())
+    await env.apply(with_listeners(DNS))
+    await env.wait_reason("Provisioned")
+    assert list(env.o.lbs) == [lb.id] and env.o.count(io.CREATE_LOAD_BALANCER) == 0
+
+
+async def test_D1_to_D4_delete_removes_the_floating_ip_first_then_cascades(env: Env) -> None:
+    wf = await env.apply(SPEC)
+    await env.wait_reason("Provisioned")
+    await env.h.signal(wf, 1, SPEC, finalizers=[FINALIZER], deleting=True)
+    assert await wf.result() == "deleted"
+    assert env.o.lbs == {} and env.o.fips == {} and env.o.listeners == {}
+    deletes = [c for c in env.o.calls if c in (io.DELETE_FLOATING_IP, io.DELETE)]
+    assert deletes == [io.DELETE_FLOATING_IP, io.DELETE]
+
+
+async def test_D_never_realised_load_balancer_deletes_without_cloud_calls(env: Env) -> None:
+    env.uid = str(uuid.uuid4())
+    wf = await env.h.apply("LoadBalancer", SPEC, 1, uid=env.uid, finalizers=[FINALIZER], deleting=True)
+    assert await wf.result() == "deleted"
+    assert env.o.calls == []

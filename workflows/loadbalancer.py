@@ -1,0 +1,453 @@
+"""LoadBalancer: the whole Octavia topology, converged in place (contract: ../shared/spec/octavia.md).
+
+A pass follows the spec page's order (step labels P1..P8 below). Objects are re-found by their deterministic
+names (lb-{uid}, lb-{uid}-{listener}-listener|-pool|-monitor), post-filtered for exact names; two exact
+matches are a consistency error. A pass makes at most ONE mutating call: every mutation leaves the load
+balancer PENDING_UPDATE, so the pass ends there and a durable timer (requeue_after) re-runs it, which reads
+the settled state first. PENDING_* anywhere is waited out the same way; any other non-ACTIVE status is a
+consistency error (Available=False, reason Errored) raised before the pass mutates anything.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, TypeVar
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from api import octavia_io as io
+    from api.common import AvailableReason
+    from api.messages import ConditionState, EntityInput
+    from api.octavia import Listener, LoadBalancerSpec
+    from workflows.calls import call
+    from workflows.entity import Entity, Outcome, PassFailed
+
+FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
+MAX_WAIT_SECONDS = 10.0
+ERRORED = AvailableReason.ERRORED.value
+
+T = TypeVar("T")
+
+
+def _consistency(message: str) -> PassFailed:
+    """No safe next action: reported as Errored; the next passes only read until the cloud changes."""
+    return PassFailed(message, reason=ERRORED, retry=True)
+
+
+def _exactly_one(found: list[T], what: str) -> T | None:
+    if len(found) > 1:
+        raise _consistency(f"{len(found)} Octavia objects are named exactly {what}; remove the extra ones")
+    return found[0] if found else None
+
+
+def _settled(obj_status: str, what: str) -> bool:
+    """Provisioning status classification: ACTIVE → True, PENDING_* → False, anything else → error."""
+    if obj_status == io.ACTIVE:
+        return True
+    if obj_status in io.PENDING:
+        return False
+    raise _consistency(
+        f"Octavia reports {what} in provisioning status {obj_status}; there is no safe next action: "
+        "an operator must repair or delete it"
+    )
+
+
+def pool_protocol(listener: Listener) -> io.PoolProtocol:
+    if listener.protocol == "UDP":
+        return "UDP"
+    return "PROXYV2" if listener.pool.proxy_protocol_v2 else "TCP"
+
+
+def monitor_type(listener: Listener) -> io.MonitorType:
+    return "UDP-CONNECT" if listener.protocol == "UDP" else "TCP"
+
+
+def idle_timeout_ms(listener: Listener) -> int | None:
+    """TCP idle timeouts (client and member data) in Octavia's milliseconds; None: not managed."""
+    if listener.protocol != "TCP" or listener.idle_timeout_seconds is None:
+        return None
+    return listener.idle_timeout_seconds * 1000
+
+
+def listener_drift(listener: Listener, pool_id: str, seen: io.ListenerView) -> dict[str, Any]:
+    """The listener fields to update in place: allowed CIDRs, default pool, idle timeouts ({}: in sync)."""
+    want_cidrs = sorted(listener.allowed_cidrs)
+    timeout = idle_timeout_ms(listener)
+    fields: dict[str, Any] = {}
+    if sorted(seen.allowed_cidrs) != want_cidrs:
+        fields["allowed_cidrs"] = want_cidrs
+    if seen.default_pool_id != pool_id:
+        fields["default_pool_id"] = pool_id
+    if timeout is not None and (seen.timeout_client_data != timeout or seen.timeout_member_data != timeout):
+        fields["timeout_client_data"] = fields["timeout_member_data"] = timeout
+    return fields
+
+
+@workflow.defn(name="LoadBalancer")
+class LoadBalancerWorkflow(Entity):
+    KIND = "LoadBalancer"
+
+    @workflow.run
+    async def run(self, inp: EntityInput) -> str:
+        return await self.run_loop(inp)
+
+    def is_ours(self, spec: LoadBalancerSpec) -> bool:
+        return spec.keystone_ref_name() in ("", self.st.config.keystone_name)
+
+    # ----- outcomes ---------------------------------------------------------------------------------
+    def _wait(self, message: str, *, mutated: bool) -> Outcome:
+        """Still converging: a durable timer re-runs the pass (short after our own mutation, backing off
+        while Octavia stays PENDING)."""
+        waits = 0 if mutated else int(self.st.extra.get("waits", 0))
+        self.st.extra["waits"] = waits + 1
+        self.set_step(message)
+        return Outcome(
+            conditions=[self._available("False", AvailableReason.PROVISIONING.value, message)],
+            requeue_after=min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS),
+        )
+
+    def _available(self, status: str, reason: str, message: str) -> ConditionState:
+        return ConditionState(type="Available", status=status, reason=reason, message=message)  # type: ignore[arg-type]
+
+    def status_fields(self) -> dict[str, Any]:
+        # None deletes the field (merge patch): e.g. the public IP after publicIP was turned off.
+        return {key: self.st.ids.get(key) for key in ("loadBalancerID", "vipAddress", "publicIP")}
+
+    # ----- the pass ---------------------------------------------------------------------------------
+    async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
+        uid = self.st.ref.uid
+        scope = io.Scope(project=spec.project.name, domain=spec.project.domain)
+        name = io.lb_name(uid)
+
+        # P1: find lb-{uid}; create it when absent.
+        self.set_step("P1 finding the load balancer")
+        found = await call(
+            io.FIND_LOAD_BALANCER,
+            io.FindLoadBalancer(scope=scope, name=name),
+            list[io.LoadBalancerView],
+            summary=f"find load balancer {name}",
+        )
+        lb = _exactly_one(found, name)
+        if lb is None:
+            self.st.extra["realised"] = True  # from here on, delete must look in the cloud
+            lb = await call(
+                io.CREATE_LOAD_BALANCER,
+                io.CreateLoadBalancer(
+                    scope=scope,
+                    name=name,
+                    vip_network_id=spec.vip_network_id,
+                    vip_subnet_id=spec.vip_subnet_id,
+                    vip_address=spec.vip_address,
+                ),
+                io.LoadBalancerView,
+                summary=f"create load balancer {name}",
+            )
+            self.st.ids.update(loadBalancerID=lb.id, vipAddress=lb.vip_address)
+            return self._wait("P1 load balancer created; waiting for ACTIVE", mutated=True)
+        self.st.extra["realised"] = True
+        self.st.ids.update(loadBalancerID=lb.id, vipAddress=lb.vip_address)
+
+        # P2: a requested VIP address must be the actual one.
+        if spec.vip_address and (
+            not lb.vip_address
+            or ipaddress.ip_address(spec.vip_address) != ipaddress.ip_address(lb.vip_address)
+        ):
+            raise _consistency(
+                f"the load balancer's VIP is {lb.vip_address or 'unset'}, not the requested {spec.vip_address}; "
+                "the VIP cannot change: delete and recreate the resource to move it"
+            )
+        # P3: classify the load balancer.
+        if not _settled(lb.provisioning_status, f"load balancer {name}"):
+            return self._wait(f"P3 waiting for load balancer {lb.provisioning_status}", mutated=False)
+        # P4: the VIP must be realised.
+        if not lb.vip_address or not lb.vip_port_id:
+            raise _consistency(f"load balancer {name} is ACTIVE but has no VIP address or VIP port")
+
+        # Observe the whole owned tree before any mutation: a child in ERROR stops the pass untouched.
+        prefix = f"{name}-"
+        children = io.ListChildren(scope=scope, load_balancer_id=lb.id, prefix=prefix)
+        listeners = await call(
+            io.LIST_LISTENERS, children, list[io.ListenerView], summary=f"list {prefix}*listener"
+        )
+        pools = await call(io.LIST_POOLS, children, list[io.PoolView], summary=f"list {prefix}*pool")
+        monitors = await call(
+            io.LIST_MONITORS, children, list[io.MonitorView], summary=f"list {prefix}*monitor"
+        )
+        owned: list[io.ListenerView | io.PoolView | io.MonitorView] = [*listeners, *pools, *monitors]
+        for obj in owned:
+            if not _settled(obj.provisioning_status, obj.name):
+                return self._wait(f"waiting for {obj.name} ({obj.provisioning_status})", mutated=False)
+
+        # P5: the floating IP on the VIP port.
+        outcome = await self._floating_ip(spec, scope, lb.vip_port_id)
+        if outcome is not None:
+            return outcome
+
+        # P6: prune one orphan listener first (frees the port for a renamed listener).
+        wanted = {io.listener_name(uid, ls.name) for ls in spec.listeners}
+        orphan = next(
+            (ls for ls in listeners if ls.name.endswith("-listener") and ls.name not in wanted), None
+        )
+        if orphan is not None:
+            await self._delete_object(scope, "listener", orphan.id, orphan.name)
+            return self._wait(f"P6 pruned listener {orphan.name}; waiting for ACTIVE", mutated=True)
+
+        # P7: each listener's pool, listener, members and monitor.
+        for listener in spec.listeners:
+            outcome = await self._listener(scope, lb.id, listener, listeners, pools, monitors)
+            if outcome is not None:
+                return outcome
+
+        # P8: prune one orphan monitor or pool per pass until nothing is orphaned.
+        want_monitors = {io.monitor_name(uid, ls.name) for ls in spec.listeners if ls.health_check}
+        want_pools = {io.pool_name(uid, ls.name) for ls in spec.listeners}
+        for kind, objs, keep, suffix in (
+            ("healthmonitor", monitors, want_monitors, "-monitor"),
+            ("pool", pools, want_pools, "-pool"),
+        ):
+            stale = next((o for o in objs if o.name.endswith(suffix) and o.name not in keep), None)
+            if stale is not None:
+                await self._delete_object(scope, kind, stale.id, stale.name)  # type: ignore[arg-type]
+                return self._wait(f"P8 pruned {stale.name}; waiting for ACTIVE", mutated=True)
+
+        self.st.extra["waits"] = 0
+        public = f", public IP {self.st.ids['publicIP']}" if self.st.ids.get("publicIP") else ""
+        return Outcome(
+            conditions=[
+                self._available(
+                    "True",
+                    AvailableReason.PROVISIONED.value,
+                    f"load balancer {name} is ACTIVE with {len(spec.listeners)} listener(s), "
+                    f"VIP {lb.vip_address}{public}",
+                )
+            ]
+        )
+
+    async def _floating_ip(self, spec: LoadBalancerSpec, scope: io.Scope, port_id: str) -> Outcome | None:
+        self.set_step("P5 floating IP")
+        fips = await call(
+            io.FIND_FLOATING_IPS,
+            io.FindFloatingIps(scope=scope, port_id=port_id),
+            list[io.FloatingIpView],
+            summary=f"find floating IPs of VIP port {port_id}",
+        )
+        fip = _exactly_one(fips, f"floating IPs on VIP port {port_id} (more than one)")
+        if fip is not None and spec.public_ip:
+            self.st.ids["publicIP"] = fip.address
+        elif fip is not None:
+            await call(
+                io.DELETE_FLOATING_IP,
+                io.DeleteFloatingIp(scope=scope, id=fip.id),
+                bool,
+                summary=f"delete floating IP {fip.address}",
+            )
+            self.st.ids["publicIP"] = None
+        elif spec.public_ip:
+            fip = await call(
+                io.CREATE_FLOATING_IP,
+                io.CreateFloatingIp(scope=scope, port_id=port_id),
+                io.FloatingIpView,
+                summary=f"create floating IP on VIP port {port_id}",
+            )
+            self.st.ids["publicIP"] = fip.address
+        else:
+            self.st.ids["publicIP"] = None
+        return None  # Neutron calls do not lock the load balancer: the pass goes on
+
+    async def _listener(
+        self,
+        scope: io.Scope,
+        lb_id: str,
+        listener: Listener,
+        listeners: list[io.ListenerView],
+        pools: list[io.PoolView],
+        monitors: list[io.MonitorView],
+    ) -> Outcome | None:
+        uid = self.st.ref.uid
+        lname, pname = io.listener_name(uid, listener.name), io.pool_name(uid, listener.name)
+
+        # P7a pool: find or create; fix lb-method drift (its protocol cannot change in place).
+        pool = _exactly_one([p for p in pools if p.name == pname], pname)
+        if pool is None:
+            await call(
+                io.CREATE_POOL,
+                io.CreatePool(
+                    scope=scope, load_balancer_id=lb_id, name=pname, protocol=pool_protocol(listener)
+                ),
+                io.PoolView,
+                summary=f"create pool {pname} ({pool_protocol(listener)})",
+            )
+            return self._wait(f"P7a created pool {pname}; waiting for ACTIVE", mutated=True)
+        if pool.protocol != pool_protocol(listener):
+            raise _consistency(
+                f"pool {pname} has protocol {pool.protocol}, not {pool_protocol(listener)}; Octavia cannot "
+                "change it in place: give the listener a new name to replace it"
+            )
+        if pool.lb_algorithm != io.LB_ALGORITHM:
+            await call(
+                io.UPDATE_POOL,
+                io.UpdatePool(scope=scope, id=pool.id, lb_algorithm=io.LB_ALGORITHM),
+                io.PoolView,
+                summary=f"update pool {pname}: lb_algorithm",
+            )
+            return self._wait(f"P7a updated pool {pname}; waiting for ACTIVE", mutated=True)
+
+        # P7b listener: find or create; converge CIDRs, default pool and idle timeouts in place.
+        seen = _exactly_one([ls for ls in listeners if ls.name == lname], lname)
+        if seen is None:
+            timeout = idle_timeout_ms(listener)
+            await call(
+                io.CREATE_LISTENER,
+                io.CreateListener(
+                    scope=scope,
+                    load_balancer_id=lb_id,
+                    name=lname,
+                    protocol=listener.protocol,
+                    port=listener.port,
+                    default_pool_id=pool.id,
+                    allowed_cidrs=sorted(listener.allowed_cidrs),
+                    timeout_client_data=timeout,
+                    timeout_member_data=timeout,
+                ),
+                io.ListenerView,
+                summary=f"create listener {lname} ({listener.protocol}/{listener.port})",
+            )
+            return self._wait(f"P7b created listener {lname}; waiting for ACTIVE", mutated=True)
+        if seen.protocol != listener.protocol or seen.port != listener.port:
+            raise _consistency(
+                f"listener {lname} is {seen.protocol}/{seen.port}, not {listener.protocol}/{listener.port}; "
+                "give the listener a new name to replace it"
+            )
+        drift = listener_drift(listener, pool.id, seen)
+        if drift:
+            await call(
+                io.UPDATE_LISTENER,
+                io.UpdateListener(scope=scope, id=seen.id, **drift),
+                io.ListenerView,
+                summary=f"update listener {lname}: {', '.join(sorted(drift))}",
+            )
+            return self._wait(f"P7b updated listener {lname}; waiting for ACTIVE", mutated=True)
+
+        # P7c members: one batch update when the set differs.
+        members = await call(
+            io.LIST_MEMBERS,
+            io.PoolRef(scope=scope, pool_id=pool.id),
+            list[io.MemberView],
+            summary=f"members of {pname}",
+        )
+        for m in members:
+            if not _settled(m.provisioning_status, f"member {m.address}:{m.port} of {pname}"):
+                return self._wait(f"P7c waiting for members of {pname}", mutated=False)
+        want = sorted({(m.address, m.port) for m in listener.pool.members})
+        if sorted((m.address, m.port) for m in members) != want:
+            await call(
+                io.REPLACE_MEMBERS,
+                io.ReplaceMembers(
+                    scope=scope, pool_id=pool.id, members=[io.Member(address=a, port=p) for a, p in want]
+                ),
+                summary=f"batch update members of {pname}: {len(want)} member(s)",
+            )
+            return self._wait(f"P7c updated members of {pname}; waiting for ACTIVE", mutated=True)
+
+        # P7d health monitor: find or create; converge delay, timeout, retries.
+        check = listener.health_check
+        if check is None:
+            return None  # an existing monitor is an orphan: pruned in P8
+        mname = io.monitor_name(uid, listener.name)
+        monitor = _exactly_one([m for m in monitors if m.name == mname], mname)
+        want_hm = (
+            check.delay_seconds,
+            check.timeout_seconds,
+            check.healthy_threshold,
+            check.unhealthy_threshold,
+        )
+        if monitor is None:
+            await call(
+                io.CREATE_MONITOR,
+                io.CreateMonitor(
+                    scope=scope,
+                    pool_id=pool.id,
+                    name=mname,
+                    type=monitor_type(listener),
+                    delay=want_hm[0],
+                    timeout=want_hm[1],
+                    max_retries=want_hm[2],
+                    max_retries_down=want_hm[3],
+                ),
+                io.MonitorView,
+                summary=f"create health monitor {mname} ({monitor_type(listener)})",
+            )
+            return self._wait(f"P7d created health monitor {mname}; waiting for ACTIVE", mutated=True)
+        if monitor.type != monitor_type(listener) or monitor.pool_id not in (None, pool.id):
+            raise _consistency(f"health monitor {mname} does not match its listener (type or pool differ)")
+        if (monitor.delay, monitor.timeout, monitor.max_retries, monitor.max_retries_down) != want_hm:
+            await call(
+                io.UPDATE_MONITOR,
+                io.UpdateMonitor(
+                    scope=scope,
+                    id=monitor.id,
+                    delay=want_hm[0],
+                    timeout=want_hm[1],
+                    max_retries=want_hm[2],
+                    max_retries_down=want_hm[3],
+                ),
+                io.MonitorView,
+                summary=f"update health monitor {mname}: thresholds",
+            )
+            return self._wait(f"P7d updated health monitor {mname}; waiting for ACTIVE", mutated=True)
+        return None
+
+    async def _delete_object(
+        self, scope: io.Scope, kind: io.ObjectKind, obj_id: str, name: str, cascade: bool = False
+    ) -> None:
+        await call(
+            io.DELETE,
+            io.DeleteObject(scope=scope, kind=kind, id=obj_id, cascade=cascade),
+            bool,
+            summary=f"delete {kind} {name}" + (" (cascade)" if cascade else ""),
+        )
+
+    # ----- delete -----------------------------------------------------------------------------------
+    async def finalize(self, spec: LoadBalancerSpec) -> None:
+        if not self.st.extra.get("realised"):
+            return  # never realised: no create was ever attempted, so nothing can exist
+        scope = io.Scope(project=spec.project.name, domain=spec.project.domain)
+        name = io.lb_name(self.st.ref.uid)
+        waits = 0
+        while True:
+            self.set_step("D1 finding the load balancer to delete")
+            found = await call(
+                io.FIND_LOAD_BALANCER,
+                io.FindLoadBalancer(scope=scope, name=name),
+                list[io.LoadBalancerView],
+                summary=f"find load balancer {name}",
+            )
+            lb = _exactly_one(found, name)
+            if lb is None:
+                for key in ("loadBalancerID", "vipAddress", "publicIP"):
+                    self.st.ids[key] = None
+                return
+            if lb.provisioning_status not in io.PENDING:
+                # D2: the floating IP first (the cascade removes the VIP port that anchors it), then cascade.
+                if lb.vip_port_id:
+                    fips = await call(
+                        io.FIND_FLOATING_IPS,
+                        io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
+                        list[io.FloatingIpView],
+                        summary=f"find floating IPs of VIP port {lb.vip_port_id}",
+                    )
+                    for fip in fips:
+                        await call(
+                            io.DELETE_FLOATING_IP,
+                            io.DeleteFloatingIp(scope=scope, id=fip.id),
+                            bool,
+                            summary=f"delete floating IP {fip.address}",
+                        )
+                self.set_step("D3 cascade-deleting the load balancer")
+                await self._delete_object(scope, "loadbalancer", lb.id, name, cascade=True)
+                waits = 0
+            # D4: wait (durable timer) until a later read finds it gone.
+            self.set_step(f"D4 waiting for load balancer {name} to go ({lb.provisioning_status})")
+            await workflow.sleep(min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS))
+            waits += 1
