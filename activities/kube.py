@@ -7,6 +7,7 @@ land on a recreated one of the same name (the apiserver answers 409, reported as
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from typing import Any
 
@@ -31,7 +32,7 @@ def _load_config() -> None:
         try:
             config.load_incluster_config()
         except config.ConfigException:
-            config.load_kube_config()
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
         _configured = True
 
 

@@ -10,6 +10,7 @@ whose resource vanished while the bridge was down are told it is gone.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import threading
@@ -37,7 +38,7 @@ from api.messages import (
 )
 from bridge.routing import Router
 from bridge.watch import Obj, Target, Watcher
-from osprov import logs
+from osprov import logs, metrics
 from osprov.settings import Settings
 from osprov.temporal import connect
 from workflows.all import BY_KIND  # the kinds this build can reconcile
@@ -60,6 +61,9 @@ class Bridge:
         self.kinds = [registry.kind_info(k) for k in served]
         self.snapshots_pending = {(i.kind, ns) for i in self.kinds for ns in settings.namespaces}
         self.first_snapshots = asyncio.Event()
+        meter = metrics.meter_of(temporal)
+        self.events = meter.create_counter(metrics.BRIDGE_EVENTS, "resource events by what the bridge did")
+        self.relists = meter.create_counter(metrics.BRIDGE_RELISTS, "relists after 410 Gone")
 
     # ----- from watch threads to the loop -------------------------------------------------------
     def _kind_of(self, target: Target) -> str:
@@ -92,7 +96,9 @@ class Bridge:
             return
         if etype == "ERROR":
             return
-        change = self.router.on_object(self._kind_of(target), obj, deleted=etype == "DELETED")
+        kind = self._kind_of(target)
+        change = self.router.on_object(kind, obj, deleted=etype == "DELETED")
+        self.events.add(1, {"kind": kind, "action": "dropped" if change is None else "signalled"})
         if change is not None:
             self._enqueue(change.ref.uid, ("change", change))
 
@@ -184,7 +190,14 @@ class Bridge:
     def _start_watchers(self, targets: list[Target]) -> list[threading.Thread]:
         threads = []
         for target in targets:
-            w = Watcher(self.api, target, self._on_snapshot, self._on_event, self.stop)
+            w = Watcher(
+                self.api,
+                target,
+                self._on_snapshot,
+                self._on_event,
+                self.stop,
+                on_relist=lambda t: self.relists.add(1, {"resource": t.plural}),
+            )
             t = threading.Thread(target=w.run, name=f"watch-{target.plural}-{target.namespace}", daemon=True)
             t.start()
             threads.append(t)
@@ -213,7 +226,7 @@ def load_kube() -> client.ApiClient:
     try:
         config.load_incluster_config()
     except config.ConfigException:
-        config.load_kube_config()
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
     return client.ApiClient()
 
 

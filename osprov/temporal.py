@@ -8,6 +8,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 
+from osprov import metrics
 from osprov.codec import AesGcmCodec, codec_from_env
 from osprov.settings import Settings
 
@@ -25,6 +26,10 @@ def data_converter(codec: AesGcmCodec | None = None) -> DataConverter:
 
 
 async def connect(settings: Settings) -> Client:
+    """Client with the data converter and, when OSPROV_METRICS_PORT is set, the Prometheus runtime."""
     return await Client.connect(
-        settings.temporal_address, namespace=settings.temporal_namespace, data_converter=data_converter()
+        settings.temporal_address,
+        namespace=settings.temporal_namespace,
+        data_converter=data_converter(),
+        runtime=metrics.runtime(settings.metrics_port),
     )

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         ResourceChange,
         SecretChanged,
     )
+    from osprov.metrics import RECONCILES
     from workflows.calls import call
 
 SA_KIND = SearchAttributeKey.for_keyword("OsprovKind")
@@ -245,6 +246,7 @@ class Entity:
         except (ActivityError, PassFailed) as err:
             await self._failed(change, spec, err)
             return None
+        self._count("waiting" if outcome.requeue_after is not None else "ok", outcome.conditions[0].reason)
         self.st.ids.update(outcome.ids)
         self.st.last_error = None
         self.st.failures = 0
@@ -263,6 +265,7 @@ class Entity:
             message, reason, retry = err.message, err.reason, err.retry
         else:
             message, reason, retry = failure_message(err), "ReconcileError", True
+        self._count("error", reason)
         self.st.last_error = message
         self.st.failures += 1
         if retry:
@@ -280,6 +283,12 @@ class Entity:
         workflow.logger.warning("reconcile failed", extra={"reason": reason, "error": message})
         await self._publish(change, [self.failure_condition(reason, message)])
 
+    def _count(self, result: str, reason: str) -> None:
+        """osprov_reconciles{kind, result, reason} (workflow meter: not emitted again on replay)."""
+        workflow.metric_meter().create_counter(RECONCILES, "entity loop passes").add(
+            1, {"kind": self.KIND, "result": result, "reason": reason}
+        )
+
     def failure_condition(self, reason: str, message: str) -> ConditionState:
         return ConditionState(type=self.info.ready_condition, status="False", reason=reason, message=message)
 
@@ -287,6 +296,7 @@ class Entity:
         problems = "; ".join(
             f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors(include_url=False)
         )
+        self._count("invalid", "ReconcileError")
         self.st.last_error = f"invalid spec: {problems}"
         self.st.retry_at = None  # nothing changes until the resource does
         self.set_step(f"waiting for a fixed spec: {problems}")

@@ -1,0 +1,42 @@
+"""osprov's own metrics, exported through the Temporal SDK runtime's Prometheus endpoint.
+
+One mechanism for everything: the runtime serves /metrics (SDK metrics plus these) on
+OSPROV_METRICS_PORT. Workflow metrics use the workflow meter (not emitted during replay), activity
+metrics the activity meter, the bridge the runtime's meter. Names (all counters unless noted):
+
+- osprov_reconciles{kind, result=ok|waiting|error|invalid, reason}   passes of the entity loop
+- osprov_cloud_calls{activity, outcome}      activities by name (service.verb) and outcome
+                                             (ok or the typed error: NotFound, Transient, …)
+- osprov_cloud_call_seconds{activity}        histogram of activity durations
+- osprov_rebuilds{kind, event=submitted|settled|parked}   Server image rebuilds
+- osprov_bridge_events{kind, action=signalled|dropped}, osprov_bridge_relists{resource}
+"""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.common import MetricMeter
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+RECONCILES = "osprov_reconciles"
+CLOUD_CALLS = "osprov_cloud_calls"
+CLOUD_CALL_SECONDS = "osprov_cloud_call_seconds"
+REBUILDS = "osprov_rebuilds"
+BRIDGE_EVENTS = "osprov_bridge_events"
+BRIDGE_RELISTS = "osprov_bridge_relists"
+
+
+def runtime(port: int, host: str = "0.0.0.0") -> Runtime | None:
+    """A runtime serving Prometheus on host:port; None (the default runtime) when port is 0."""
+    if not port:
+        return None
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(bind_address=f"{host}:{port}", durations_as_seconds=True)
+        )
+    )
+
+
+def meter_of(client: Client) -> MetricMeter:
+    """The meter of the runtime a client was connected with (for processes that are not workers)."""
+    return (client.service_client.config.runtime or Runtime.default()).metric_meter
