@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 import pytest
+from openstack.exceptions import ConflictException
 
 from devenv.faults.cloud_state import nova_instance_actions
 from devenv.faults.slow_driver import slow_spawn
@@ -59,8 +60,14 @@ def test_compute_volume_and_rebuild(admin_conn: Any) -> None:
                 seen.add(s.task_state)
             return s.status == "ACTIVE" and s.task_state is None and "rebuild_spawning" in seen and s
 
-        with slow_spawn(3.0):
+        with slow_spawn(4.0):
             conn.compute.rebuild_server(server, image=image_b.id)
+            seen.add(
+                eventually(lambda: _server(conn, server.id).task_state, 30, "a task_state", interval=0.1)
+            )
+            # Another action while the rebuild holds task_state is a real 409 from Nova.
+            with pytest.raises(ConflictException):
+                conn.compute.reboot_server(server, "SOFT")
             rebuilt = eventually(settled, 90, "rebuild to settle", interval=0.1)
         assert rebuilt.image.id == image_b.id
         assert {"rebuilding", "rebuild_spawning"} <= seen, seen
