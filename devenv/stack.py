@@ -227,7 +227,7 @@ def _wipe_state() -> None:
     if not root.exists():
         return
     for entry in root.iterdir():
-        if entry == keep or keep.is_relative_to(entry):
+        if entry == keep or keep.is_relative_to(entry) or entry.name == ".lock":  # we hold .lock now
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
