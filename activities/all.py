@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import cinder, keystone, kube
+from activities import cinder, keystone, kube, neutron, octavia
 
 KEYSTONE: list[Any] = [
     keystone.find,
@@ -18,3 +18,4 @@ KEYSTONE: list[Any] = [
     keystone.set_password,
 ]
 ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE, *cinder.ACTIVITIES]
+ACTIVITIES += [*octavia.ACTIVITIES, *neutron.ACTIVITIES]  # LoadBalancer

@@ -10,6 +10,7 @@ from workflows.keystone.role import RoleWorkflow
 from workflows.keystone.role_assignment import RoleAssignmentWorkflow
 from workflows.keystone.service import ServiceWorkflow
 from workflows.keystone.user import UserWorkflow
+from workflows.loadbalancer import LoadBalancerWorkflow
 from workflows.volume import VolumeWorkflow
 
 WORKFLOWS: list[type] = [
@@ -22,5 +23,6 @@ WORKFLOWS: list[type] = [
     ServiceWorkflow,
     EndpointWorkflow,
     VolumeWorkflow,
+    LoadBalancerWorkflow,
 ]
 BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS}  # type: ignore[attr-defined]
