@@ -41,6 +41,7 @@ def api_client() -> client.ApiClient:
     if getattr(_local, "api", None) is None:
         _load_config()
         _local.api = client.ApiClient()
+        _local.api.user_agent = "osprov-worker"  # names the caller in apiserver audit logs
     return _local.api  # type: ignore[no-any-return]
 
 

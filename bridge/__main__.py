@@ -227,7 +227,9 @@ def load_kube() -> client.ApiClient:
         config.load_incluster_config()
     except config.ConfigException:
         config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
-    return client.ApiClient()
+    api = client.ApiClient()
+    api.user_agent = "osprov-bridge"  # names the caller in apiserver audit logs
+    return api
 
 
 async def run(settings: Settings) -> None:

@@ -29,6 +29,7 @@ class Emulator:
     faults: Faults = field(default_factory=lambda: Faults([]))
     bookmark_interval_s: float = 5.0
     on_change: Any = None  # called after every successful write (persistence)
+    audit: Any = None  # text file: one JSON line per resource request (verb, resource, user agent)
 
 
 async def _body(request: web.Request) -> Any:
@@ -89,6 +90,21 @@ class Handlers:
             )
         watch = request.query.get("watch", "").lower() in ("1", "true")
         verb = self._verb(request, target, watch)
+        if self.emu.audit is not None:
+            # Who called what, for the RBAC test (deploy/ must allow every call osprov makes).
+            self.emu.audit.write(
+                json.dumps(
+                    {
+                        "verb": verb,
+                        "group": target.rtype.group,
+                        "resource": target.rtype.plural,
+                        "subresource": target.subresource,
+                        "user_agent": request.headers.get("User-Agent", ""),
+                    }
+                )
+                + "\n"
+            )
+            self.emu.audit.flush()
         injection = self.emu.faults.take(verb, resource_names(target.rtype, target.subresource))
         if injection is not None:
             if injection.delay_s:

@@ -143,6 +143,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks"
     )
+    parser.add_argument("--audit-log", metavar="PATH", help="append one JSON line per resource request")
     return parser.parse_args(argv)
 
 
@@ -153,6 +154,8 @@ async def serve(args: argparse.Namespace) -> None:
         persistence.load()
     load_crd_files(store, args.crds)
     emulator = Emulator(store, bookmark_interval_s=args.bookmark_interval)
+    if args.audit_log:
+        emulator.audit = open(args.audit_log, "a", encoding="utf-8")  # noqa: ASYNC230, SIM115 - lives with the server
     if persistence is not None:
         emulator.on_change = persistence.schedule
     runner = web.AppRunner(

@@ -139,3 +139,13 @@ async def test_endpoint_duplicates_adopt_lowest_and_are_named_not_deleted(h: Har
     assert h.cloud.statuses[-1]["endpointIDs"] == {"public": first.id}
     assert second.id in h.last_ready()["message"]
     assert {e.id for e in h.cloud.of("endpoint")} == {first.id, second.id}
+
+
+async def test_domain_delete_disables_it_first(h: Harness) -> None:
+    spec = {"name": "gone-soon", "deletionPolicy": "delete"}
+    wf = await h.apply("Domain", spec)
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
+    assert await wf.result() == "deleted"
+    assert h.cloud.of("domain") == []
+    assert h.cloud.calls.index(io.UPDATE) < h.cloud.calls.index(io.DELETE)  # Keystone refuses enabled domains

@@ -1,4 +1,4 @@
-"""Domain: find by name, create when missing, patch description/enabled drift."""
+"""Domain: find by name, create when missing, patch description/enabled drift; disable, then delete."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ with workflow.unsafe.imports_passed_through():
     from api import keystone_io as io
     from api.keystone import DomainSpec
     from api.messages import EntityInput
+    from workflows.calls import call
     from workflows.entity import Outcome
-    from workflows.keystone.common import KeystoneEntity, ensure
+    from workflows.keystone.common import KeystoneEntity, ensure, find
 
 
 @workflow.defn(name="Domain")
@@ -29,3 +30,12 @@ class DomainWorkflow(KeystoneEntity):
             {"description": spec.description, "enabled": spec.enabled},
         )
         return self.converged(obj, done, f"domain {spec.name}", dupes)
+
+    async def finalize(self, spec: DomainSpec) -> None:
+        # Keystone refuses to delete an enabled domain (403): disable it first, by the stored ID.
+        stored = self.st.ids.get("domainID")
+        # Patched (docs/architecture.md, "Upgrades"): workflows that already ran finalize without it replay.
+        if stored and workflow.patched("domain-disable-before-delete") and await find("domain", id=stored):
+            await call(io.UPDATE, io.Update(kind="domain", id=stored, fields={"enabled": False}), io.KeystoneObject,
+                       summary=f"disable domain {stored} before deleting it")
+        await super().finalize(spec)

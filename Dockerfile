@@ -1,0 +1,19 @@
+# The osprov image: one image, three commands (worker, bridge, codec-server).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY osprov osprov
+COPY api api
+COPY workflows workflows
+COPY activities activities
+COPY bridge bridge
+COPY worker worker
+COPY devenv devenv
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+USER 10001
+ENTRYPOINT ["osprov"]
+CMD ["worker"]
