@@ -1,0 +1,93 @@
+"""Inputs and outputs of the Nova activities (the contract between workflows/server.py and activities/nova.py).
+
+Pure pydantic: workflows import this inside Temporal's sandbox. Every call is scoped to the Server's
+project (the controller's credentials re-scoped to it, never admin authority).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Activity names (workflows call these strings; activities/nova.py registers them).
+FIND_SERVER = "nova.find_server"
+GET_SERVER = "nova.get_server"
+CREATE_SERVER = "nova.create_server"
+DELETE_SERVER = "nova.delete_server"
+SET_METADATA = "nova.set_metadata"
+REBUILD = "nova.rebuild"
+
+# Server metadata: user tags are namespaced; the linkage keys below are written last so a tag can never
+# override them (they are also how a human finds the resource from inside the guest's metadata service).
+TAG_PREFIX = "osprov.tag."
+SYSTEM_KEYS = ("osprov.kind", "osprov.namespace", "osprov.name", "osprov.uid", "osprov.project")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Project(_Model):
+    """Keystone project (by name and domain name) every call of a Server is scoped to."""
+
+    name: str
+    domain: str
+
+
+class FindServer(_Model):
+    """Exact-name lookup (Nova's name filter is a regular expression: the activity post-filters)."""
+
+    project: Project
+    name: str
+
+
+class ServerId(_Model):
+    project: Project
+    server_id: str
+
+
+class CreateServer(_Model):
+    """Create-if-absent: an exact-name match is adopted instead of creating a second server."""
+
+    project: Project
+    name: str
+    flavor: str  # name or ID
+    image_id: str
+    network_ids: list[str] = Field(default_factory=list)  # empty: networks="auto"
+    key_name: str | None = None
+    user_data: str | None = None  # plain text; the activity base64-encodes it
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class SetMetadata(_Model):
+    """Set (merge) these metadata keys on the server; other keys are left alone."""
+
+    project: Project
+    server_id: str
+    metadata: dict[str, str]
+
+
+class Rebuild(_Model):
+    """POST /servers/{id}/action {"rebuild": {"imageRef": image_id}} — nothing else."""
+
+    project: Project
+    server_id: str
+    image_id: str
+
+
+class ServerRead(_Model):
+    """One fresh GET /servers/{id}: what the Server workflow decides from."""
+
+    id: str
+    name: str
+    status: str  # ACTIVE, BUILD, REBUILD, ERROR, SHUTOFF, …
+    image_id: str | None  # image.id; None when missing or unparseable
+    task_state: str | None  # OS-EXT-STS:task_state
+    launched_at: str | None  # OS-SRV-USG:launched_at
+    mac_address: str | None = None  # first port's MAC (addresses[*][0] OS-EXT-IPS-MAC:mac_addr)
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class ServerLookup(_Model):
+    """Result of a read by ID: server None = Nova no longer has it (404)."""
+
+    server: ServerRead | None = None

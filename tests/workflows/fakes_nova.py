@@ -1,0 +1,137 @@
+"""An in-memory Nova for time-skipping Server workflow tests, registered under the real activity names.
+
+Reads are scripted by the test: it mutates `FakeNova.servers` (status, image, task_state, launched_at) to
+stand for what Nova would show, and chooses what the next rebuild submit does (`submit_outcomes`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from temporalio import activity
+
+from activities import errors
+from api import nova_io as io
+
+BOOTED = "2026-01-01T00:00:00.000000"
+# accept: Nova accepts (ref flips with task_state); conflict: 409; lost_accepted: accepted, but the
+# answer never arrives (UnknownOutcome); lost: the request never reached Nova (UnknownOutcome).
+SubmitOutcome = Literal["accept", "conflict", "lost_accepted", "lost"]
+
+
+@dataclass
+class FakeServer:
+    id: str
+    name: str
+    image_id: str | None
+    status: str = "BUILD"
+    task_state: str | None = "spawning"
+    launched_at: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def read(self) -> io.ServerRead:
+        return io.ServerRead(
+            id=self.id,
+            name=self.name,
+            status=self.status,
+            image_id=self.image_id,
+            task_state=self.task_state,
+            launched_at=self.launched_at,
+            mac_address="fa:16:3e:00:00:01" if self.status == "ACTIVE" else None,
+            metadata=dict(self.metadata),
+        )
+
+    def boot(self) -> None:
+        self.status, self.task_state = "ACTIVE", None
+        self.launched_at = self.launched_at or BOOTED
+
+    def settle(self) -> None:
+        self.status, self.task_state = "ACTIVE", None
+
+
+@dataclass
+class FakeNova:
+    servers: dict[str, FakeServer] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    submits: list[str] = field(default_factory=list)  # image of every rebuild POST sent
+    accepted: list[str] = field(default_factory=list)  # image of every rebuild Nova accepted
+    submit_outcomes: list[SubmitOutcome] = field(default_factory=list)  # default: accept
+    boot_on_create: bool = True  # created servers are ACTIVE (booted) at once
+    vanish_on_delete: bool = True
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def add(self, name: str, image_id: str, *, booted: bool = True) -> FakeServer:
+        server = FakeServer(id=f"srv-{next(self._ids)}", name=name, image_id=image_id)
+        if booted:
+            server.boot()
+        self.servers[server.id] = server
+        return server
+
+    def only(self) -> FakeServer:
+        [server] = self.servers.values()
+        return server
+
+    def count(self, name: str) -> int:
+        return sum(1 for c in self.calls if c == name)
+
+    def activities(self) -> list[Any]:
+        nova = self
+
+        def named(name: str) -> list[FakeServer]:
+            return sorted((s for s in nova.servers.values() if s.name == name), key=lambda s: s.id)
+
+        @activity.defn(name=io.FIND_SERVER)
+        async def find_server(req: io.FindServer) -> list[io.ServerRead]:
+            nova.calls.append(io.FIND_SERVER)
+            return [s.read() for s in named(req.name)]
+
+        @activity.defn(name=io.GET_SERVER)
+        async def get_server(req: io.ServerId) -> io.ServerLookup:
+            nova.calls.append(io.GET_SERVER)
+            server = nova.servers.get(req.server_id)
+            return io.ServerLookup(server=server.read() if server else None)
+
+        @activity.defn(name=io.CREATE_SERVER)
+        async def create_server(req: io.CreateServer) -> io.ServerRead:
+            nova.calls.append(io.CREATE_SERVER)
+            existing = named(req.name)
+            if existing:
+                return existing[0].read()
+            server = nova.add(req.name, req.image_id, booted=nova.boot_on_create)
+            server.metadata = dict(req.metadata)
+            return server.read()
+
+        @activity.defn(name=io.DELETE_SERVER)
+        async def delete_server(req: io.ServerId) -> bool:
+            nova.calls.append(io.DELETE_SERVER)
+            if req.server_id not in nova.servers:
+                return False
+            if nova.vanish_on_delete:
+                del nova.servers[req.server_id]
+            else:
+                nova.servers[req.server_id].task_state = "deleting"
+            return True
+
+        @activity.defn(name=io.SET_METADATA)
+        async def set_metadata(req: io.SetMetadata) -> None:
+            nova.calls.append(io.SET_METADATA)
+            nova.servers[req.server_id].metadata.update(req.metadata)
+
+        @activity.defn(name=io.REBUILD)
+        async def rebuild(req: io.Rebuild) -> None:
+            nova.calls.append(io.REBUILD)
+            nova.submits.append(req.image_id)
+            outcome = nova.submit_outcomes.pop(0) if nova.submit_outcomes else "accept"
+            server = nova.servers[req.server_id]
+            if outcome == "conflict":
+                raise errors.conflict("rebuild: Nova reports a conflict")
+            if outcome in ("accept", "lost_accepted"):
+                # Nova flips the ref atomically with task_state at accept.
+                server.image_id, server.status, server.task_state = req.image_id, "REBUILD", "rebuilding"
+                nova.accepted.append(req.image_id)
+            if outcome.startswith("lost"):
+                raise errors.error(errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
+
+        return [find_server, get_server, create_server, delete_server, set_metadata, rebuild]

@@ -1,0 +1,394 @@
+"""Server: a Nova server named server-{uid} — create/adopt, health monitor, image rebuild exactly once.
+
+Contracts: ../shared/spec/rebuild.md (decisions in workflows/rebuild.py) and the seed's Nova bullets.
+Every pass starts from one fresh GET of the server. The monitor (M*) and the reconciler (P*) are this
+one workflow, so there are no racing writers: the monitor part maps the read onto Phase/Healthy, the
+launchedAt latch and the marker; the reconciler part decides the rebuild. A converged server is polled
+on a durable timer (MONITOR_SECONDS) through the entity loop's resync.
+
+The rebuild marker lives in workflow state (self.st.extra["rebuild"]) and is mirrored to status.rebuild.
+Arming and submitting happen in different passes, and passes are separated by a durable timer, so the
+armed marker is in history (the workflow task that set it completed) before Nova is asked to rebuild.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.errors import CONFLICT, NOT_FOUND, TRANSIENT, UNKNOWN_OUTCOME
+    from api import nova_io as io
+    from api.common import AvailableReason
+    from api.messages import ConditionState, EntityInput
+    from api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec
+    from workflows.calls import call
+    from workflows.entity import Entity, Outcome, PassFailed, error_type, failure_message
+    from workflows.rebuild import (
+        Action,
+        Marker,
+        Observation,
+        marker_from_dict,
+        marker_to_dict,
+        monitor,
+        reconcile_pass,
+    )
+
+MONITOR_SECONDS = 30.0  # health poll of a converged server
+WAIT_FIRST_SECONDS, WAIT_MAX_SECONDS = 1.0, 10.0  # "still waiting on Nova" re-checks: 1s doubling to 10s
+MAX_CREATE_ATTEMPTS = 3  # a server that errors before its first boot is recreated at most this often in all
+DELETE_POLL_SECONDS = 2.0
+# The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
+SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
+SUBMIT_TIMEOUT = timedelta(seconds=30)
+PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
+
+_HEALTH = {
+    "ACTIVE": ("True", HealthyReason.HEALTHY),
+    "ERROR": ("False", HealthyReason.ERRORED),
+    "REBUILD": ("False", HealthyReason.PROVISIONING),
+    "BUILD": ("False", HealthyReason.PROVISIONING),
+    "UNKNOWN": ("Unknown", HealthyReason.UNKNOWN),
+}
+_PHASE = {
+    "BUILD": ServerPhase.BUILDING,
+    "REBUILD": ServerPhase.BUILDING,
+    "ACTIVE": ServerPhase.RUNNING,
+    "SHUTOFF": ServerPhase.STOPPED,
+    "ERROR": ServerPhase.ERROR,
+}
+
+
+def observation(read: io.ServerRead) -> Observation:
+    return Observation(
+        status=read.status, image_id=read.image_id, task_state=read.task_state, launched_at=read.launched_at
+    )
+
+
+def k8s_time(nova_time: str) -> str:
+    """Nova's launched_at (2026-01-01T12:00:00.000000, UTC without zone) as metav1.Time."""
+    return nova_time[:19].rstrip("Z") + "Z"
+
+
+def healthy(status: str) -> ConditionState:
+    state, reason = _HEALTH.get(status, ("False", HealthyReason.DEGRADED))
+    return ConditionState(type=HEALTHY, status=state, reason=reason, message=f"Nova reports {status}")  # type: ignore[arg-type]
+
+
+def available(status: str, reason: AvailableReason, message: str) -> ConditionState:
+    return ConditionState(type="Available", status=status, reason=reason, message=message)  # type: ignore[arg-type]
+
+
+@workflow.defn(name="Server")
+class ServerWorkflow(Entity):
+    KIND = "Server"
+
+    @workflow.run
+    async def run(self, inp: EntityInput) -> str:
+        return await self.run_loop(inp)
+
+    # ----- state helpers -------------------------------------------------------------------------
+    @property
+    def marker(self) -> Marker | None:
+        return marker_from_dict(self.st.extra.get("rebuild"))
+
+    @marker.setter
+    def marker(self, value: Marker | None) -> None:
+        self.st.extra["rebuild"] = marker_to_dict(value)
+
+    def server_name(self) -> str:
+        return f"server-{self.st.ref.uid}"
+
+    def project(self, spec: ServerSpec) -> io.Project:
+        return io.Project(name=spec.project.name, domain=spec.project.domain)
+
+    def metadata(self, spec: ServerSpec) -> dict[str, str]:
+        """User tags first, then the linkage keys, so a tag can never override them."""
+        ref = self.st.ref
+        meta = {f"{io.TAG_PREFIX}{k}": v for k, v in sorted(spec.tags.items())}
+        meta.update(
+            zip(
+                io.SYSTEM_KEYS,
+                (self.KIND, ref.namespace, ref.name, ref.uid, f"{spec.project.domain}/{spec.project.name}"),
+                strict=True,
+            )
+        )
+        return meta
+
+    def waiting(self, seconds: float | None = None) -> float:
+        """Next re-check while waiting on Nova: 1s doubling to 10s unless a rule fixes it (P7a: 10s)."""
+        n = int(self.st.extra.get("waits", 0))
+        self.st.extra["waits"] = n + 1
+        return seconds if seconds is not None else min(WAIT_FIRST_SECONDS * 2**n, WAIT_MAX_SECONDS)
+
+    # ----- the loop's hooks ----------------------------------------------------------------------
+    async def _pass(self) -> str | None:
+        done = await super()._pass()
+        change = self.st.desired
+        if done is None and change is not None and not (change.deleting or change.gone):
+            # The monitor: a converged (or parked) server is still read on a durable timer.
+            poll = workflow.now() + timedelta(seconds=MONITOR_SECONDS)
+            if self.st.resync_at is None or self.st.resync_at > poll:
+                self.st.resync_at = poll
+        return done
+
+    def set_step(self, step: str) -> None:
+        # While a pass waits on Nova (a requeue timer), keep showing the decision it waits on (e.g.
+        # "P7a: waiting for first boot") instead of the loop's generic idle text.
+        if step.startswith("idle") and self.st.extra.get("parked"):
+            step = f"P4a: parked: {PARK_MESSAGE}"
+        elif step.startswith("idle") and self.st.retry_at is not None and self.st.extra.get("step"):
+            step = f"{self.st.extra['step']} (re-check at {self.st.retry_at:%H:%M:%S})"
+        elif not step.startswith(("idle", "reconciling")):
+            self.st.extra["step"] = step
+        super().set_step(step)
+
+    def status_fields(self) -> dict[str, Any]:
+        x = self.st.extra
+        fields: dict[str, Any] = {
+            "serverID": self.st.ids.get("serverID"),
+            "phase": x.get("phase"),
+            "launchedAt": x.get("launchedAt"),
+            "macAddress": x.get("macAddress"),
+            "rebuild": x.get("rebuild"),
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
+    # ----- one pass ------------------------------------------------------------------------------
+    async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
+        project = self.project(spec)
+        read = await self.observe(spec, project)
+        if read is None:  # a failed pre-boot server is being deleted before it is recreated
+            return self.provisioning("waiting for the failed server to be deleted before recreating it")
+        self.st.ids["serverID"] = read.id
+        obs = observation(read)
+        health = self.apply_monitor(read, obs)
+
+        if read.status == "ERROR" and not obs.launched and "launchedAt" not in self.st.extra:
+            return await self.recreate_failed(spec, project, read)
+        if not obs.launched and obs.ref == spec.image_id:
+            self.set_step("waiting for ACTIVE (first boot)")
+            return self.provisioning(f"server {read.id} is {read.status}; waiting for its first boot", health)
+        await self.ensure_metadata(spec, project, read)
+        return await self.rebuild_pass(spec, project, obs, health)
+
+    async def get(self, project: io.Project, server_id: str) -> io.ServerRead | None:
+        """One fresh GET /servers/{id} (None: gone)."""
+        found = await call(
+            io.GET_SERVER,
+            io.ServerId(project=project, server_id=server_id),
+            io.ServerLookup,
+            summary=f"read server {server_id}",
+        )
+        return found.server
+
+    async def observe(self, spec: ServerSpec, project: io.Project) -> io.ServerRead | None:
+        """Fresh read by stored ID; by exact name when none is stored; create when there is none."""
+        stored = self.st.ids.get("serverID")
+        if stored:
+            read = await self.get(project, stored)
+            if read is not None:
+                return read if self.st.extra.get("deleting") != read.id else None
+            self.st.ids.pop("serverID", None)
+            self.st.extra.pop("deleting", None)
+        name = self.server_name()
+        self.set_step(f"looking up {name}")
+        found = await call(
+            io.FIND_SERVER,
+            io.FindServer(project=project, name=name),
+            list[io.ServerRead],
+            summary=f"find server {name}",
+        )
+        if len(found) > 1:
+            ids = ", ".join(s.id for s in found)
+            raise PassFailed(
+                f"several Nova servers are named {name} ({ids}); delete all but one", retry=False
+            )
+        if found:
+            return found[0]
+        creates = int(self.st.extra.get("creates", 0))
+        if creates >= MAX_CREATE_ATTEMPTS:
+            raise PassFailed(
+                f"the server failed before its first boot {creates} times; check the flavor, image and "
+                "networks, then change the spec to try again",
+                reason=AvailableReason.ERRORED,
+                retry=False,
+            )
+        self.st.extra["creates"] = creates + 1
+        self.set_step(f"creating {name}")
+        return await call(
+            io.CREATE_SERVER,
+            io.CreateServer(
+                project=project,
+                name=name,
+                flavor=spec.flavor,
+                image_id=spec.image_id,
+                network_ids=[n.network_id for n in spec.networks],
+                key_name=spec.keypair,
+                user_data=spec.user_data,
+                metadata=self.metadata(spec),
+            ),
+            io.ServerRead,
+            summary=f"create server {name}",
+        )
+
+    def apply_monitor(self, read: io.ServerRead, obs: Observation) -> ConditionState:
+        """M1–M6 on the marker, the health mapping, and the write-once latches (observations only)."""
+        marker, rule = monitor(self.marker, obs)
+        if marker != self.marker:
+            workflow.logger.info("monitor advanced the rebuild marker", extra={"rule": rule})
+            self.marker = marker
+        x = self.st.extra
+        x["phase"] = _PHASE.get(read.status, ServerPhase.UNKNOWN).value
+        if read.launched_at and "launchedAt" not in x:
+            x["launchedAt"] = k8s_time(read.launched_at)
+        if read.status == "ACTIVE" and read.mac_address and "macAddress" not in x:
+            x["macAddress"] = read.mac_address
+        return healthy(read.status)
+
+    async def recreate_failed(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> Outcome:
+        """A server in ERROR that never booted: delete it; the next passes recreate it (bounded)."""
+        if int(self.st.extra.get("creates", 0)) >= MAX_CREATE_ATTEMPTS:
+            raise PassFailed(
+                f"the server entered ERROR before its first boot {MAX_CREATE_ATTEMPTS} times; check the "
+                "flavor, image and networks, then change the spec to try again",
+                reason=AvailableReason.ERRORED,
+                retry=False,
+            )
+        self.set_step(f"deleting server {read.id}: ERROR before its first boot")
+        await call(
+            io.DELETE_SERVER,
+            io.ServerId(project=project, server_id=read.id),
+            bool,
+            summary=f"delete failed server {read.id}",
+        )
+        self.st.extra["deleting"] = read.id
+        return self.provisioning("the server failed before its first boot; recreating it")
+
+    async def ensure_metadata(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> None:
+        want = self.metadata(spec)
+        if any(read.metadata.get(k) != v for k, v in want.items()):
+            await call(
+                io.SET_METADATA,
+                io.SetMetadata(project=project, server_id=read.id, metadata=want),
+                summary=f"set metadata of server {read.id}",
+            )
+
+    async def rebuild_pass(
+        self, spec: ServerSpec, project: io.Project, obs: Observation, health: ConditionState
+    ) -> Outcome:
+        decision = reconcile_pass(self.marker, obs, spec.image_id)
+        self.set_step(decision.step)
+        self.marker = decision.marker
+        self.st.extra.pop("parked", None)
+        act = decision.action
+        if act is Action.DONE:
+            self.st.extra["waits"] = 0
+            ok = obs.status not in ("ERROR",)
+            return Outcome(
+                conditions=[
+                    available(
+                        "True",
+                        AvailableReason.PROVISIONED,
+                        f"server {self.st.ids['serverID']} is {obs.status}",
+                    )
+                    if ok
+                    else available("False", AvailableReason.ERRORED, "the server is in ERROR"),
+                    health,
+                ]
+            )
+        if act is Action.PARK:
+            self.st.extra["parked"] = True
+            return Outcome(conditions=[available("False", AvailableReason.ERRORED, PARK_MESSAGE), health])
+        if act in (Action.ARM, Action.FAIL):
+            # Durable commit point: this pass ends, its workflow task completes with the marker in
+            # state, and only a later pass (after a durable timer) may submit.
+            return self.provisioning(decision.step, health, seconds=WAIT_FIRST_SECONDS)
+        if act is Action.WAIT_ACCEPTED:
+            return self.accepted_stamp(decision.step)
+        if act is Action.WAIT:
+            return self.provisioning(decision.step, health, seconds=decision.recheck_seconds)
+        return await self.submit(project, spec.image_id, health)
+
+    async def submit(self, project: io.Project, image_id: str, health: ConditionState) -> Outcome:
+        """P7e: the destructive call, sent once; every outcome but 2xx is decided by the next fresh read."""
+        server_id = self.st.ids["serverID"]
+        try:
+            await call(
+                io.REBUILD,
+                io.Rebuild(project=project, server_id=server_id, image_id=image_id),
+                summary=f"rebuild server {server_id} to image {image_id}",
+                retry=SUBMIT_ONCE,
+                timeout=SUBMIT_TIMEOUT,
+            )
+        except ActivityError as err:
+            kind = error_type(err)
+            if kind == CONFLICT:  # pre-acceptance: another action holds the task; wait silently
+                self.set_step("P7e: Nova answered 409 (another action is running); waiting to resubmit")
+                return self.provisioning("waiting for Nova to accept the rebuild", health)
+            if kind in (UNKNOWN_OUTCOME, TRANSIENT, None):  # None: timed out (e.g. the worker died)
+                self.set_step("P7e: rebuild outcome unknown; resolving it with a fresh read")
+                return self.provisioning(
+                    "rebuild outcome unknown; re-reading the server", health, seconds=WAIT_FIRST_SECONDS
+                )
+            if kind == NOT_FOUND:
+                self.st.ids.pop("serverID", None)
+            raise PassFailed(failure_message(err)) from None
+        marker = self.marker
+        assert marker is not None
+        self.marker = Marker(marker.target_image_id, RebuildState.REBUILDING)
+        self.set_step("P7e: rebuild accepted; waiting for it to settle")
+        return self.accepted_stamp("rebuild accepted")
+
+    # ----- outcomes ------------------------------------------------------------------------------
+    def provisioning(
+        self, message: str, health: ConditionState | None = None, seconds: float | None = None
+    ) -> Outcome:
+        conditions = [available("False", AvailableReason.PROVISIONING, message)]
+        if health is not None:
+            conditions.append(health)
+        return Outcome(conditions=conditions, requeue_after=self.waiting(seconds))
+
+    def accepted_stamp(self, message: str) -> Outcome:
+        """The fixed stamp of an accepted rebuild (never derived from the rebuild response body)."""
+        self.st.extra["phase"] = ServerPhase.BUILDING.value
+        return Outcome(
+            conditions=[
+                available("False", AvailableReason.PROVISIONING, f"rebuilding: {message}"),
+                ConditionState(
+                    type=HEALTHY,
+                    status="False",
+                    reason=HealthyReason.PROVISIONING,
+                    message="rebuild in progress",
+                ),
+            ],
+            requeue_after=self.waiting(),
+        )
+
+    # ----- deletion ------------------------------------------------------------------------------
+    async def finalize(self, spec: ServerSpec) -> None:
+        """Delete server-{uid} (ours by its deterministic name) and wait until Nova no longer has it."""
+        project = self.project(spec)
+        name = self.server_name()
+        found = await call(
+            io.FIND_SERVER,
+            io.FindServer(project=project, name=name),
+            list[io.ServerRead],
+            summary=f"find server {name}",
+        )
+        for server in found:
+            self.set_step(f"deleting server {server.id}")
+            await call(
+                io.DELETE_SERVER,
+                io.ServerId(project=project, server_id=server.id),
+                bool,
+                summary=f"delete server {server.id}",
+            )
+        for server in found:
+            while await self.get(project, server.id) is not None:
+                self.set_step(f"waiting for server {server.id} to be gone")
+                await workflow.sleep(DELETE_POLL_SECONDS)
