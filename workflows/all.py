@@ -11,6 +11,7 @@ from workflows.keystone.role_assignment import RoleAssignmentWorkflow
 from workflows.keystone.service import ServiceWorkflow
 from workflows.keystone.user import UserWorkflow
 from workflows.loadbalancer import LoadBalancerWorkflow
+from workflows.server import ServerWorkflow
 from workflows.volume import VolumeWorkflow
 
 WORKFLOWS: list[type] = [
@@ -22,6 +23,7 @@ WORKFLOWS: list[type] = [
     RoleAssignmentWorkflow,
     ServiceWorkflow,
     EndpointWorkflow,
+    ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,
 ]
