@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import cinder, keystone, kube, neutron, octavia
+from activities import cinder, keystone, kube, neutron, nova, octavia
 
 KEYSTONE: list[Any] = [
     keystone.find,
@@ -17,5 +17,5 @@ KEYSTONE: list[Any] = [
     keystone.probe_password,
     keystone.set_password,
 ]
-ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE, *cinder.ACTIVITIES]
+ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE, *nova.ACTIVITIES, *cinder.ACTIVITIES]
 ACTIVITIES += [*octavia.ACTIVITIES, *neutron.ACTIVITIES]  # LoadBalancer
