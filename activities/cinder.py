@@ -26,11 +26,14 @@ from api.cinder_io import (
     CREATE_VOLUME,
     DELETE_VOLUME,
     FIND_VOLUMES,
+    TAG_PREFIX,
+    UPDATE_METADATA,
     CreateVolume,
     DeleteResult,
     DeleteVolume,
     FindVolumes,
     ProjectScope,
+    UpdateMetadata,
     Volume,
     VolumeLookup,
     is_error,
@@ -133,6 +136,10 @@ def find_volumes(request: FindVolumes) -> VolumeLookup:
         return VolumeLookup(project_found=True, volumes=volumes)
 
 
+def _region(conn: openstack.connection.Connection) -> str:
+    return conn.config.get_region_name("block-storage") or ""
+
+
 def _create(conn: openstack.connection.Connection, request: CreateVolume) -> Volume:
     existing = _find_exact(conn, request.name)
     if len(existing) > 1:
@@ -141,8 +148,7 @@ def _create(conn: openstack.connection.Connection, request: CreateVolume) -> Vol
         )
     if existing:  # a retried create after a crash: adopt what the first attempt made
         return existing[0]
-    region = conn.config.get_region_name("block-storage") or ""
-    metadata = volume_metadata(request.tags, request.system | {"region": region})
+    metadata = volume_metadata(request.tags, request.system | {"region": _region(conn)})
     created = conn.block_storage.create_volume(
         name=request.name, size=request.size, volume_type=request.volume_type, metadata=metadata
     )
@@ -156,6 +162,28 @@ def create_volume(request: CreateVolume) -> Volume:
     with openstack_errors(f"create volume {request.name} in {_describe(request.scope)}", service="Cinder"):
         try:
             return _scoped(request.scope, lambda conn: _create(conn, request))
+        except _ProjectMissing:
+            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+
+
+def _update_metadata(conn: openstack.connection.Connection, request: UpdateMetadata) -> bool:
+    want = volume_metadata(request.tags, request.system | {"region": _region(conn)})
+    current = conn.block_storage.get_volume(request.id).metadata or {}
+    changed = {k: v for k, v in want.items() if current.get(k) != v}  # keeps linkage keys last
+    stale = [k for k in current if k.startswith(TAG_PREFIX) and k not in want]
+    if changed:
+        conn.block_storage.set_volume_metadata(request.id, **changed)
+    if stale:
+        conn.block_storage.delete_volume_metadata(request.id, keys=stale)
+    return bool(changed or stale)
+
+
+@activity.defn(name=UPDATE_METADATA)
+def update_metadata(request: UpdateMetadata) -> bool:
+    """Set the osprov metadata keys that differ and remove dropped tags; True if anything changed."""
+    with openstack_errors(f"update metadata of volume {request.id}", service="Cinder"):
+        try:
+            return _scoped(request.scope, lambda conn: _update_metadata(conn, request))
         except _ProjectMissing:
             raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
 
@@ -185,4 +213,4 @@ def delete_volume(request: DeleteVolume) -> DeleteResult:
             return DeleteResult(outcome="absent")
 
 
-ACTIVITIES = [find_volumes, create_volume, delete_volume]
+ACTIVITIES = [find_volumes, create_volume, update_metadata, delete_volume]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 FIND_VOLUMES = "cinder.find_volumes"
 CREATE_VOLUME = "cinder.create_volume"
 DELETE_VOLUME = "cinder.delete_volume"
+UPDATE_METADATA = "cinder.update_metadata"
 
 # Metadata, the same convention as the Server kind (api/nova_io.py): user tags under "osprov.tag.", the
 # controller's linkage keys under "osprov." and written last, so no tag can ever override one. Characters are
@@ -67,6 +68,14 @@ def volume_metadata(tags: dict[str, str], system: dict[str, str]) -> dict[str, s
     return metadata
 
 
+def metadata_drift(current: dict[str, str], tags: dict[str, str], system: dict[str, str]) -> bool:
+    """True if `current` lacks a wanted tag or linkage key (region is not compared: the activity knows it)
+    or holds a tag the spec no longer has."""
+    want = volume_metadata(tags, system)
+    stale = [k for k in current if k.startswith(TAG_PREFIX) and k not in want]
+    return bool(stale) or any(current.get(k) != v for k, v in want.items())
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -110,6 +119,16 @@ class CreateVolume(_Model):
     name: str
     size: int = Field(ge=1)
     volume_type: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    system: dict[str, str] = Field(default_factory=dict)
+
+
+class UpdateMetadata(_Model):
+    """Make the volume's osprov metadata what the spec says: set what differs (linkage keys last), remove
+    tags the spec no longer has. Metadata not under the osprov prefix is left alone."""
+
+    scope: ProjectScope
+    id: str
     tags: dict[str, str] = Field(default_factory=dict)
     system: dict[str, str] = Field(default_factory=dict)
 

@@ -10,7 +10,8 @@ Create (reconcile):
   C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
   C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
   C3 no match                        -> create (user tags first, linkage keys last), then observe
-  C4 one match                       -> adopt it, then observe
+  C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
+  C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
 Observe:
   S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
   S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
@@ -143,7 +144,21 @@ class VolumeWorkflow(Entity):
                 io.Volume,
                 summary=f"create volume {self.volume_name} ({spec.size} GiB)",
             )
-        return self._observe(volume)  # C4 (adopted) or after C3
+        elif (
+            full
+            and volume.status in io.PROVISIONED_STATUSES
+            and io.metadata_drift(volume.metadata, spec.tags, self._system_keys(spec))
+        ):  # C4, C5
+            self.set_step(f"updating the metadata of Cinder volume {volume.id}")
+            await call(
+                io.UPDATE_METADATA,
+                io.UpdateMetadata(
+                    scope=self._scope(spec), id=volume.id, tags=spec.tags, system=self._system_keys(spec)
+                ),
+                bool,
+                summary=f"update metadata of volume {self.volume_name}",
+            )
+        return self._observe(volume)
 
     def _observe(self, volume: io.Volume) -> Outcome:
         ids: dict[str, Any] = {"volumeID": volume.id, "size": volume.size}

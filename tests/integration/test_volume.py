@@ -42,15 +42,19 @@ def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
     conn.close()
 
 
+def identity(conn: openstack.connection.Connection) -> Any:
+    return conn.identity  # Identity v3 (the SDK types it as a v2/v3 union)
+
+
 def grant_member(admin: openstack.connection.Connection, project_id: str) -> None:
-    user = admin.identity.find_user(CONTROLLER_USER, domain_id="default", ignore_missing=False)
-    role = admin.identity.find_role("member", ignore_missing=False)
-    admin.identity.assign_project_role_to_user(project_id, user, role)
+    user = identity(admin).find_user(CONTROLLER_USER, domain_id="default", ignore_missing=False)
+    role = identity(admin).find_role("member", ignore_missing=False)
+    identity(admin).assign_project_role_to_user(project_id, user, role)
 
 
 @pytest.fixture(scope="module")
 def project(admin: openstack.connection.Connection) -> Iterator[str]:
-    proj = admin.identity.create_project(name=uniq("vol"), domain_id="default")
+    proj = identity(admin).create_project(name=uniq("vol"), domain_id="default")
     grant_member(admin, proj.id)
     yield str(proj.name)
     for vol in admin.block_storage.volumes(all_projects=True, project_id=proj.id):
@@ -113,7 +117,15 @@ def test_create_is_available_with_status_then_delete_removes_it(
     assert meta["osprov.kind"] == "Volume" and meta["osprov.namespace"] == osprov.namespace
     assert meta["osprov.project"] == f"Default/{project}" and meta["osprov.region"] == "RegionOne"
     assert meta["osprov.tag.team"] == "storage"
-    assert admin.identity.get_project(vol.project_id).name == project  # created in the resource's project
+    assert identity(admin).get_project(vol.project_id).name == project  # created in the resource's project
+
+    # Tags are mutable: a change is written to Cinder, a dropped tag removed, foreign metadata kept.
+    admin.block_storage.set_volume_metadata(vol.id, **{"set-by-hand": "yes"})
+    osprov.apply("Volume", "data", spec(project, tags={"team": "platform", "uid": None}))  # merge patch
+    osprov.wait_ready("Volume", "data", ctype=AVAILABLE, generation=2)
+    meta = admin.block_storage.get_volume(vol.id).metadata
+    assert meta["osprov.tag.team"] == "platform" and "osprov.tag.uid" not in meta
+    assert meta["set-by-hand"] == "yes" and meta["osprov.uid"] == uid
 
     osprov.delete("Volume", "data")
     wait_for(lambda: osprov.get("Volume", "data") is None, "the Volume resource is gone", 60)
@@ -176,16 +188,17 @@ def test_cinder_error_state_is_errored_with_only_the_user_safe_message(
         return cond if cond and cond["reason"] == "Errored" else None
 
     cond = wait_for(errored, "Available=False/Errored", 60)
-    assert cond["status"] == "False" and cond["message"] == ERROR_MESSAGE
+    assert cond is not None and cond["status"] == "False" and cond["message"] == ERROR_MESSAGE
     status = (osprov.get("Volume", "broken") or {})["status"]
     assert set(status) == {"observedGeneration", "conditions", "volumeID", "size"}
     assert [c["message"] for c in status["conditions"]] == [ERROR_MESSAGE]
+
     # Cinder's own details are in the operator log, keyed by the volume.
-    assert wait_for(
-        lambda: volume_id in osprov.worker.log_text() and "error state" in osprov.worker.log_text(),
-        "the operator log names the errored volume",
-        30,
-    )
+    def logged() -> list[str]:
+        lines = osprov.worker.log_text().splitlines()
+        return [line for line in lines if "error state" in line and volume_id in line and '"error"' in line]
+
+    assert wait_for(logged, "the operator log names the errored volume and Cinder's status", 30)
     # An errored volume is still deleted with its resource.
     osprov.delete("Volume", "broken")
     wait_for(lambda: osprov.get("Volume", "broken") is None, "the Volume resource is gone", 60)
@@ -198,7 +211,7 @@ def test_project_declared_later_with_identity_kinds_unblocks_the_volume(
     late = uniq("late")
     osprov.apply("Volume", "waits", spec(late))
     cond = wait_for(lambda: osprov.condition("Volume", "waits", AVAILABLE), "missing project reported", 60)
-    assert cond["status"] == "False" and cond["reason"] == "Provisioning"
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == "Provisioning"
     assert f"project '{late}' in domain 'Default' does not exist in Keystone yet" in cond["message"]
     # The project and the controller's grant, declared with the identity kinds (as in examples/cinder).
     osprov.apply("Project", "late", {"name": late, "domain": "Default"})
@@ -213,7 +226,7 @@ def test_project_declared_later_with_identity_kinds_unblocks_the_volume(
     )
     obj = osprov.wait_ready("Volume", "waits", ctype=AVAILABLE, timeout_s=120)
     [vol] = cinder_named(admin, volume_name(obj["metadata"]["uid"]))
-    assert admin.identity.get_project(vol.project_id).name == late
+    assert identity(admin).get_project(vol.project_id).name == late
     osprov.delete("Volume", "waits")
     wait_for(lambda: osprov.get("Volume", "waits") is None, "the Volume resource is gone", 60)
     assert cinder_named(admin, volume_name(obj["metadata"]["uid"])) == []

@@ -122,6 +122,15 @@ class FakeCinder:
                 id=vol.id, name=vol.name, status="creating", size=vol.size, metadata=vol.metadata
             )
 
+        @activity.defn(name=io.UPDATE_METADATA)
+        async def update_metadata(req: io.UpdateMetadata) -> bool:
+            cinder._enter(io.UPDATE_METADATA)
+            vol = cinder.volumes[req.id]
+            want = io.volume_metadata(req.tags, req.system | {"region": REGION})
+            kept = {k: v for k, v in vol.metadata.items() if not k.startswith(io.TAG_PREFIX) or k in want}
+            vol.metadata = kept | want
+            return True
+
         @activity.defn(name=io.DELETE_VOLUME)
         async def delete_volume(req: io.DeleteVolume) -> io.DeleteResult:
             cinder._enter(io.DELETE_VOLUME)
@@ -131,7 +140,7 @@ class FakeCinder:
             vol.status, vol.script, vol.deleted = "deleting", list(cinder.delete_script), True
             return io.DeleteResult(outcome="accepted")
 
-        return [find_volumes, create_volume, delete_volume]
+        return [find_volumes, create_volume, update_metadata, delete_volume]
 
 
 class CinderHarness(Harness):

@@ -85,6 +85,30 @@ async def test_C4_existing_exact_name_is_adopted_not_duplicated(h: CinderHarness
     assert h.status()["volumeID"] == existing.id
 
 
+async def test_C5_tag_changes_reach_cinder_and_dropped_tags_are_removed(h: CinderHarness) -> None:
+    wf = await provisioned(h, tags={"team": "a", "tier": "gold"})
+    [vol] = h.cinder.named(NAME)
+    vol.metadata["user-key"] = "set by hand"  # not osprov's: left alone
+    await h.signal(wf, 2, spec(tags={"team": "b"}))
+    await h.until(lambda: h.status().get("observedGeneration") == 2, "generation 2 reconciled")
+    assert vol.metadata["osprov.tag.team"] == "b" and "osprov.tag.tier" not in vol.metadata
+    assert vol.metadata["user-key"] == "set by hand" and vol.metadata["osprov.uid"] == UID
+    assert h.cinder.count(io.UPDATE_METADATA) == 1
+    # Up to date: the next full pass (the resync) writes nothing.
+    await h.env.sleep(601)
+    await h.until(lambda: h.cinder.count(io.FIND_VOLUMES) >= 5, "resync read")
+    assert h.cinder.count(io.UPDATE_METADATA) == 1
+
+
+def test_metadata_drift_ignores_foreign_keys_and_sees_dropped_tags() -> None:
+    system = {"kind": "Volume", "uid": UID}
+    current = io.volume_metadata({"a": "1"}, system | {"region": REGION}) | {"foreign": "x"}
+    assert not io.metadata_drift(current, {"a": "1"}, system)
+    assert io.metadata_drift(current, {}, system)  # tag a dropped
+    assert io.metadata_drift(current, {"a": "2"}, system)
+    assert io.metadata_drift(current | {"osprov.uid": "other"}, {"a": "1"}, system)
+
+
 async def test_C2_two_exact_matches_fail_closed_then_recover(h: CinderHarness) -> None:
     scope = h.cinder.add_project()
     first, second = h.cinder.add(NAME, scope), h.cinder.add(NAME, scope)
