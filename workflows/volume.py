@@ -15,7 +15,7 @@ Create (reconcile):
 Observe:
   S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
   S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
-  S3 anything else                   -> Available=False/Provisioning, poll again (1s, doubling, capped)
+  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
 Delete (finalize, deletionPolicy=delete):
   D1 project missing in Keystone   -> done: no volume can have been created
   D2 no exact-name match             -> done (also how an accepted delete is confirmed)
@@ -40,8 +40,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.entity import Entity, Outcome, PassFailed
 
 # Poll intervals while waiting on Cinder (seconds): short first, since the fake backend and a healthy
-# Cinder settle in about a second; doubled up to the cap so a slow backend is not hammered.
+# Cinder settle in about a second; grown by half each time up to the cap, so a slow backend is not
+# hammered and a wait overshoots Cinder's own time by at most about a third.
 POLL_FIRST_SECONDS = 0.5
+POLL_GROWTH = 1.5
 POLL_MAX_SECONDS = 10.0
 # Reads per finalize before it gives up for this pass (the loop then retries with backoff), so one pass
 # never grows the history without bound.
@@ -51,7 +53,7 @@ _POLLS = "cinder_polls"  # self.st.extra key: consecutive waiting passes (the po
 
 def poll_delay(polls: int) -> float:
     """Seconds before the next read after `polls` reads that found the volume still on its way."""
-    return float(min(POLL_FIRST_SECONDS * 2**polls, POLL_MAX_SECONDS))
+    return float(min(POLL_FIRST_SECONDS * POLL_GROWTH**polls, POLL_MAX_SECONDS))
 
 
 def _available(status: Literal["True", "False"], reason: AvailableReason, message: str) -> ConditionState:
@@ -227,7 +229,9 @@ class VolumeWorkflow(Entity):
                     io.DeleteResult,
                     summary=f"delete volume {self.volume_name}",
                 )
-            if not announced and self.st.desired is not None:
+            if not announced and poll > 0 and self.st.desired is not None:
+                # Still there after a first re-read: tell the user what the finalizer waits for (a
+                # delete Cinder finishes at once costs no status write).
                 announced = True
                 condition = _available(
                     "False", AvailableReason.DEPROVISIONING, "waiting for Cinder to delete the volume"

@@ -44,8 +44,8 @@ async def delete(h: CinderHarness, wf: WorkflowHandle[Any, Any], **extra: Any) -
 
 
 def test_poll_delay_starts_short_and_is_capped() -> None:
-    delays = [poll_delay(n) for n in range(8)]
-    assert delays[:3] == [0.5, 1.0, 2.0]
+    delays = [poll_delay(n) for n in range(12)]
+    assert delays[:3] == [0.5, 0.75, 1.125]
     assert delays == sorted(delays) and delays[-1] == POLL_MAX_SECONDS
 
 
