@@ -1,0 +1,181 @@
+"""Benchmark: the seed's Cinder example (11 resources) apply → all Ready, against the openstack CLI call
+sequence the openstack-helm ks-user, ks-service and ks-endpoints jobs run (23 CLI processes, serially).
+
+Both sides run in one process run against the same Keystone, each with its own unique names. osprov's
+time starts at the first apply (worker and bridge already up and warm) and ends when every resource's
+Ready condition is True; the CLI side is the wall time of the 23 processes.
+
+    .venv/bin/python -m bench.identity_cinder [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+
+from bench.identity_common import (
+    all_ready,
+    apply_example,
+    cleanup_keystone,
+    identity,
+    osprov_via_proxy,
+    stack_env,
+    suffix,
+    wait,
+)
+from devenv.testing import StackEnv
+from tests.support.osprov import REPO
+
+OPENSTACK = REPO / ".state" / "install" / "openstack-venv" / "bin" / "openstack"
+
+
+def cli_sequence(tag: str) -> list[list[str]]:
+    """The ks-user, ks-service and ks-endpoints jobs' calls for Cinder (helm-toolkit scripts), in order."""
+    dom, proj, user, svc, stype, region = (
+        f"service-{tag}",
+        f"service-{tag}",
+        f"cinder-{tag}",
+        f"cinderv3-{tag}",
+        f"volumev3-{tag}",
+        f"RegionOne-{tag}",
+    )
+    calls = [
+        ["domain", "create", "--or-show", "--enable", "--description", "Domain for service", dom],
+        [
+            "project",
+            "create",
+            "--or-show",
+            "--enable",
+            "--description",
+            "Service Project",
+            "--domain",
+            dom,
+            proj,
+        ],
+        [
+            "user",
+            "create",
+            "--or-show",
+            "--enable",
+            "--domain",
+            dom,
+            "--project-domain",
+            dom,
+            "--project",
+            proj,
+            "--description",
+            "Service User",
+            "--password",
+            f"pw-{tag}",
+            user,
+        ],
+        ["user", "set", "--password", f"pw-{tag}", "--domain", dom, user],
+    ]
+    for role in ("admin", "service", "member"):
+        calls += [
+            ["role", "create", "--or-show", f"{role}-{tag}"],
+            [
+                "role",
+                "add",
+                "--user",
+                user,
+                "--user-domain",
+                dom,
+                "--project-domain",
+                dom,
+                "--project",
+                proj,
+                f"{role}-{tag}",
+            ],
+            [
+                "role",
+                "assignment",
+                "list",
+                "--user",
+                user,
+                "--user-domain",
+                dom,
+                "--project-domain",
+                dom,
+                "--project",
+                proj,
+                "--names",
+            ],
+        ]
+    calls += [
+        ["service", "list", "-f", "csv"],
+        [
+            "service",
+            "create",
+            "--name",
+            svc,
+            "--description",
+            "RegionOne: cinderv3 (volumev3) service",
+            "--enable",
+            stype,
+        ],
+        ["region", "create", region],
+        ["service", "list", "-f", "csv"],
+    ]
+    for interface, url in (
+        ("admin", "http://cinder-api:8776/v3"),
+        ("internal", "http://cinder-api:8776/v3"),
+        ("public", "http://cinder/v3"),
+    ):
+        calls += [
+            ["endpoint", "list", "--service", svc, "--interface", interface, "--region", region, "-f", "csv"],
+            ["endpoint", "create", "--region", region, svc, interface, url],
+        ]
+    return calls
+
+
+def run_cli(env: StackEnv, tag: str) -> tuple[float, int]:
+    cli_env = dict(os.environ) | env.env
+    calls = cli_sequence(tag)
+    start = time.monotonic()
+    for argv in calls:
+        proc = subprocess.run([str(OPENSTACK), *argv], env=cli_env, capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"openstack {' '.join(argv[:3])} failed: {proc.stderr.strip()[:300]}")
+    return time.monotonic() - start, len(calls)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.identity_cinder")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    env = stack_env()
+    ks = identity(env)
+    tags: list[str] = []
+    try:
+        with osprov_via_proxy(env, resync_seconds=600) as (osprov, proxy):
+            warm = suffix()
+            tags.append(warm)
+            osprov.apply("Domain", "warmup", {"name": f"warmup-{warm}"})
+            wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)
+            for i in range(args.repeat):
+                tag = suffix()
+                tags.append(tag)
+                before = proxy.connections_seen
+                start = time.monotonic()
+                resources = apply_example(osprov, "cinder", tag)
+                wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)  # noqa: B023
+                ours = time.monotonic() - start  # from the first apply
+                requests = proxy.connections_seen - before
+                cli_tag = suffix()
+                tags.append(cli_tag)
+                cli, processes = run_cli(env, cli_tag)
+                print(
+                    f"run {i + 1}: osprov {len(resources)} resources apply→all Ready {ours:.1f} s "
+                    f"({requests} Keystone requests); openstack CLI {processes} processes {cli:.1f} s; "
+                    f"CLI/osprov = {cli / ours:.1f}x"
+                )
+    finally:
+        for tag in tags:
+            cleanup_keystone(ks, tag)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""What the identity benchmarks share: the stack, a worker+bridge whose Keystone traffic goes through a
+counting proxy, localized examples, worker CPU and history sizes.
+
+Every benchmark uses names unique to its run (Keystone outlives runs, and the stack's own catalog
+must never be touched) and removes what it made in Keystone at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from openstack.identity.v3._proxy import Proxy as Identity
+from temporalio.client import Client
+
+from devenv import stack
+from devenv.faults.proxy import FaultProxy
+from devenv.testing import StackEnv
+from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+
+RENAMED_KEYS = {"name", "domain", "type", "region"}
+UNTOUCHED_KEYS = {"keystoneRef", "passwordSecret"}
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def stack_env() -> StackEnv:
+    """The running local stack (start it with `osprov dev up`)."""
+    env = stack.load_env()
+    os.environ.update(env)
+    return StackEnv.from_env(env)
+
+
+def suffix() -> str:
+    return uuid.uuid4().hex[:6]
+
+
+def localized(value: Any, tag: str, key: str = "") -> Any:
+    """A spec with every Keystone name/type/region suffixed with `tag` (nested references included)."""
+    if isinstance(value, dict):
+        return {k: v if k in UNTOUCHED_KEYS else localized(v, tag, k) for k, v in value.items()}
+    if isinstance(value, str) and key in RENAMED_KEYS:
+        return f"{value}-{tag}"
+    return value
+
+
+def example(chart: str) -> list[dict[str, Any]]:
+    path = REPO / "examples" / "identity" / f"{chart}.yaml"
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def apply_example(osprov: Osprov, chart: str, tag: str) -> list[tuple[str, str]]:
+    """Apply a chart's example (localized, fresh random passwords); returns (kind, name) of each resource."""
+    applied = []
+    for doc in example(chart):
+        name = doc["metadata"]["name"]
+        if doc["kind"] == "Secret":
+            osprov.create_secret(name, {k: uuid.uuid4().hex for k in doc["stringData"]})
+        else:
+            osprov.apply(doc["kind"], name, localized(doc["spec"], tag))
+            applied.append((doc["kind"], name))
+    return applied
+
+
+def all_ready(osprov: Osprov, resources: list[tuple[str, str]]) -> bool:
+    for kind, name in resources:
+        cond = osprov.condition(kind, name)
+        if not cond or cond["status"] != "True":
+            return False
+    return True
+
+
+def wait(check: Callable[[], bool], what: str, timeout_s: float, interval_s: float = 0.2) -> float:
+    """Poll until check() holds; returns the seconds waited."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            raise SystemExit(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)
+    return time.monotonic() - start
+
+
+@contextmanager
+def osprov_via_proxy(
+    env: StackEnv, resync_seconds: float, threads: int = 4
+) -> Iterator[tuple[Osprov, FaultProxy]]:
+    """Worker + bridge in a fresh namespace; every Keystone request of the worker passes the proxy.
+
+    Keystone's uwsgi answers with Connection: close, so the proxy's connection count is the number of
+    HTTP requests the worker made.
+    """
+    with tempfile.TemporaryDirectory(prefix="osprov-bench-") as tmp, FaultProxy("127.0.0.1", 35000) as proxy:
+        clouds = yaml.safe_load(env.clouds_yaml.read_text())
+        entry = clouds["clouds"][env.cloud]
+        entry["auth"]["auth_url"] = f"{proxy.url}/v3"
+        entry["identity_endpoint_override"] = f"{proxy.url}/v3"
+        path = Path(tmp) / "clouds.yaml"
+        path.write_text(yaml.safe_dump(clouds))
+        path.chmod(0o600)
+        extra = {
+            "OS_CLIENT_CONFIG_FILE": str(path),
+            "OSPROV_ACTIVITY_THREADS": str(threads),
+            "OSPROV_LOG_LEVEL": "WARNING",
+        }
+        runner = cast(
+            Generator[Osprov], run_osprov(env, Path(tmp), resync_seconds=resync_seconds, extra_env=extra)
+        )
+        osprov = next(runner)
+        try:
+            yield osprov, proxy
+        finally:
+            runner.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU of a process and its reaped children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
+    return (utime + stime + cutime + cstime) / CLOCK_TICKS
+
+
+def worker_cpu(osprov: Osprov) -> float:
+    assert osprov.worker.popen is not None
+    return cpu_seconds(osprov.worker.popen.pid)
+
+
+def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
+    """(workflows, history events, scheduled activities named in `activity_names`) over every run."""
+
+    async def collect() -> tuple[int, int, int]:
+        client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
+        ids: set[str] = set()
+        events = writes = 0
+        sem = asyncio.Semaphore(16)
+
+        async def one(wf_id: str, run_id: str) -> tuple[int, int]:
+            async with sem:
+                history = await client.get_workflow_handle(wf_id, run_id=run_id).fetch_history()
+            named = sum(
+                1
+                for e in history.events
+                if e.HasField("activity_task_scheduled_event_attributes")
+                and e.activity_task_scheduled_event_attributes.activity_type.name in activity_names
+            )
+            return len(history.events), named
+
+        tasks = []
+        async for wf in client.list_workflows(query="WorkflowType != 'none'"):
+            if f"/{namespace}/" in wf.id:
+                ids.add(wf.id)
+                tasks.append(one(wf.id, wf.run_id))
+        for n_events, n_named in await asyncio.gather(*tasks):
+            events += n_events
+            writes += n_named
+        return len(ids), events, writes
+
+    return asyncio.run(collect())
+
+
+WRITE_ACTIVITIES = {
+    "keystone.create",
+    "keystone.update",
+    "keystone.delete",
+    "keystone.put_grant",
+    "keystone.revoke_grant",
+    "keystone.set_password",
+}
+
+
+def identity(env: StackEnv) -> Identity:
+    return cast(Identity, admin_connection(env).identity)
+
+
+def cleanup_keystone(ks: Identity, tag: str) -> None:
+    """Delete what names ending in `tag` denote: endpoints, services, regions, roles, domains (with content)."""
+    for service in [s for s in ks.services() if str(s.name).endswith(tag)]:
+        for endpoint in ks.endpoints(service_id=service.id):
+            ks.delete_endpoint(endpoint.id, ignore_missing=True)
+        ks.delete_service(service.id, ignore_missing=True)
+    for region in [r for r in ks.regions() if str(r.id).endswith(tag)]:
+        ks.delete_region(region.id, ignore_missing=True)
+    for role in [r for r in ks.roles() if str(r.name).endswith(tag)]:
+        ks.delete_role(role.id, ignore_missing=True)
+    for domain in [d for d in ks.domains() if str(d.name).endswith(tag)]:
+        ks.update_domain(domain.id, enabled=False)
+        ks.delete_domain(domain.id, ignore_missing=True)

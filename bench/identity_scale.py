@@ -1,0 +1,112 @@
+"""Benchmark: N identity resources to Ready on this machine, against a plain openstacksdk loop.
+
+osprov: one Domain plus N resources (Projects and Groups alternately, in that domain) applied through the
+Kubernetes API; timed from the first apply to every Ready condition True. Printed: time, Keystone
+requests per resource (counting proxy; Keystone answers Connection: close), history events per
+workflow, worker CPU. The plain loop does the minimum the Keystone API needs — one exact lookup and
+one create per object — serially with openstacksdk, in the same run, on other names.
+
+    .venv/bin/python -m bench.identity_scale [--counts 500 2000] [--threads 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from api.registry import kind_info
+from bench.identity_common import (
+    cleanup_keystone,
+    history_stats,
+    identity,
+    osprov_via_proxy,
+    stack_env,
+    suffix,
+    wait,
+    worker_cpu,
+)
+from tests.support.osprov import Osprov
+
+KINDS = ("Project", "Group")
+
+
+def ready_count(osprov: Osprov) -> int:
+    total = 0
+    for kind in KINDS:
+        info = kind_info(kind)
+        listed: dict[str, Any] = osprov.custom.list_namespaced_custom_object(  # type: ignore[assignment]
+            info.group, info.version, osprov.namespace, info.plural
+        )
+        for item in listed["items"]:
+            conds = (item.get("status") or {}).get("conditions") or []
+            total += any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+    return total
+
+
+def run_osprov_side(count: int, threads: int, tag: str) -> None:
+    env = stack_env()
+    with osprov_via_proxy(env, resync_seconds=3600, threads=threads) as (osprov, proxy):
+        domain = f"scale-{tag}"
+        osprov.apply("Domain", "scale", {"name": domain})
+        wait(
+            lambda: bool((osprov.condition("Domain", "scale") or {}).get("status") == "True"),
+            "the domain",
+            120,
+        )
+        requests0, cpu0 = proxy.connections_seen, worker_cpu(osprov)
+        start = time.monotonic()
+        for i in range(count):
+            kind = KINDS[i % 2]
+            osprov.apply(kind, f"r{i}", {"name": f"{kind.lower()}-{i}", "domain": domain})
+        applied = time.monotonic() - start
+        wait(lambda: ready_count(osprov) >= count, f"{count} resources Ready", 3600, interval_s=2)
+        elapsed = time.monotonic() - start
+        cpu = worker_cpu(osprov) - cpu0
+        requests = proxy.connections_seen - requests0
+        workflows, events, _ = history_stats(env, osprov.namespace, set())
+        print(
+            f"osprov, {count} resources: apply→all Ready {elapsed:.0f} s (applying alone {applied:.0f} s), "
+            f"{count / elapsed:.1f} resources/s; Keystone requests per resource {requests / count:.1f}; "
+            f"history events per workflow {events / workflows:.1f}; worker CPU {cpu:.0f} s "
+            f"({100 * cpu / elapsed:.0f}% of one core, {1000 * cpu / count:.0f} ms per resource)"
+        )
+
+
+def run_plain_side(count: int, tag: str) -> None:
+    """The API minimum: one exact lookup and one create per object, serially."""
+    env = stack_env()
+    ks = identity(env)
+    domain = ks.create_domain(name=f"plain-{tag}")
+    start = time.monotonic()
+    for i in range(count):
+        name = f"{KINDS[i % 2].lower()}-{i}"
+        if i % 2 == 0:
+            if not [p for p in ks.projects(name=name, domain_id=domain.id) if p.name == name]:
+                ks.create_project(name=name, domain_id=domain.id)
+        elif not [g for g in ks.groups(name=name, domain_id=domain.id) if g.name == name]:
+            ks.create_group(name=name, domain_id=domain.id)
+    elapsed = time.monotonic() - start
+    print(
+        f"plain openstacksdk loop, {count} objects: {elapsed:.0f} s, {count / elapsed:.1f} objects/s, "
+        f"2 Keystone requests per object"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.identity_scale")
+    parser.add_argument("--counts", type=int, nargs="+", default=[500, 2000])
+    parser.add_argument("--threads", type=int, default=4, help="worker activity threads")
+    args = parser.parse_args()
+    ks = identity(stack_env())
+    for count in args.counts:
+        tag = suffix()
+        try:
+            run_osprov_side(count, args.threads, tag)
+            run_plain_side(count, tag)
+        finally:
+            cleanup_keystone(ks, tag)
+
+
+if __name__ == "__main__":
+    main()
