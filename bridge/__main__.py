@@ -212,7 +212,8 @@ class Bridge:
         # Secrets after the first snapshot of every kind, so each Secret's version finds its Users.
         waiter = asyncio.create_task(self.first_snapshots.wait())
         stopper = asyncio.create_task(stop.wait())
-        await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED)
+        # (bounded: a kind whose CRD is not installed never snapshots, and Secrets must not wait forever)
+        await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED, timeout=30)
         if not stop.is_set() and any(i.kind == "User" for i in self.kinds):
             self._start_watchers([Target("", "v1", "secrets", ns) for ns in self.settings.namespaces])
         log.info("bridge watching", kinds=[i.kind for i in self.kinds], namespaces=self.settings.namespaces)
