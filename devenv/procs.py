@@ -204,6 +204,8 @@ def wait_until(
         try:
             if check():
                 return
+        except StackError:
+            raise
         except Exception:  # noqa: BLE001 - a probe failing just means "not yet"
             pass
         if service is not None and recorded(service) is not None and not is_running(service):

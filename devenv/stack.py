@@ -243,6 +243,8 @@ def stop_service(name: str) -> None:
 def start_service(name: str) -> None:
     service = services()[name]
     if not _running(service):
+        for proc in service.processes:  # clear what is left of a half-dead service first
+            procs.stop(proc)
         service.start(load_secrets())
 
 

@@ -70,10 +70,16 @@ def nova_conf(secrets: Secrets) -> str:
             "api_database": {"connection": db_url(secrets, "nova_api")},
             "database": {"connection": db_url(secrets, "nova")},
             "keystone_authtoken": authtoken(secrets, "nova"),
-            "placement": keystone_section,
-            "neutron": keystone_section,
-            "cinder": {**keystone_section, "os_region_name": REGION},
-            "glance": {"region_name": REGION},
+            # Explicit endpoints: tests that publish Endpoint CRs into this Keystone (real service
+            # types in RegionOne) must not be able to redirect Nova's own calls.
+            "placement": {**keystone_section, "endpoint_override": f"http://{HOST}:{PORTS.placement}"},
+            "neutron": {**keystone_section, "endpoint_override": f"http://{HOST}:{PORTS.neutron}"},
+            "cinder": {
+                **keystone_section,
+                "os_region_name": REGION,
+                "endpoint_template": f"http://{HOST}:{PORTS.cinder}/v3/%(project_id)s",
+            },
+            "glance": {"region_name": REGION, "endpoint_override": f"http://{HOST}:{PORTS.glance}"},
             "service_user": {**keystone_section, "send_service_user_token": True},
             "conductor": {"workers": 1},
             "scheduler": {"workers": 1},
@@ -129,8 +135,13 @@ def wait_hypervisor(secrets: Secrets, conf: str, timeout: float = 120) -> None:
     url = f"http://{HOST}:{PORTS.nova}/v2.1/os-hypervisors/detail"
 
     def hypervisor_up() -> bool:
-        _manage(conf, "cell_v2", "discover_hosts")
+        for proc in NOVA_PROCESSES:  # conductor/scheduler die on start errors: fail fast, with their log
+            if not procs.is_running(proc):
+                raise procs.StackError(f"{proc} exited during start; log tail:\n{procs.log_tail(proc)}")
         found = sess.get(url, headers={"OpenStack-API-Version": "compute 2.53"}).json()["hypervisors"]
         return any(h["state"] == "up" and h["status"] == "enabled" for h in found)
 
-    procs.wait_until(hypervisor_up, timeout, "the fake hypervisor to be up", "nova-compute", interval=2)
+    # The compute node is listed (from the cell DB) before it is mapped; map it once it exists
+    # instead of spawning nova-manage in the polling loop.
+    procs.wait_until(hypervisor_up, timeout, "the fake hypervisor to be up", "nova-compute", interval=0.5)
+    _manage(conf, "cell_v2", "discover_hosts")

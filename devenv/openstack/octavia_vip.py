@@ -12,12 +12,12 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-from devenv.config import venv_bin
+from devenv.config import HOST, PORTS, venv_bin
 
 DRIVER_NAME = "osprov_vip_port_driver"
 MODULE = "osprov_octavia_vip"
 
-DRIVER_SOURCE = '''"""Installed by osprov (devenv.openstack.octavia_vip): noop network driver with real VIP ports."""
+DRIVER_TEMPLATE = '''"""Installed by osprov (devenv.openstack.octavia_vip): noop network driver with real VIP ports."""
 
 from oslo_log import log as logging
 
@@ -29,10 +29,13 @@ PORT_PREFIX = "octavia-lb-"
 OWNER = "Octavia"
 
 
+NEUTRON_URL = "{neutron_url}"
+
+
 def _neutron(method, path, **kwargs):
+    # A fixed URL, not the catalog: tests may publish endpoints for real service types.
     session = keystone.KeystoneSession().get_session()
-    endpoint = {"service_type": "network", "interface": "public"}
-    return session.request(path, method, endpoint_filter=endpoint, **kwargs)
+    return session.request(NEUTRON_URL + path, method, **kwargs)
 
 
 class RealVipPortNoopNetworkDriver(NoopNetworkDriver):
@@ -88,8 +91,9 @@ def install() -> None:
     site = _site_packages()
     if not (site / "octavia").is_dir():
         raise RuntimeError(f"octavia is not installed in the OpenStack venv ({site})")
+    source = DRIVER_TEMPLATE.replace("{neutron_url}", f"http://{HOST}:{PORTS.neutron}")
     files = {
-        site / f"{MODULE}.py": DRIVER_SOURCE,
+        site / f"{MODULE}.py": source,
         site / "osprov_octavia_vip-1.0.dist-info" / "METADATA": METADATA,
         site / "osprov_octavia_vip-1.0.dist-info" / "entry_points.txt": ENTRY_POINTS,
         site / "osprov_octavia_vip-1.0.dist-info" / "top_level.txt": f"{MODULE}\n",
