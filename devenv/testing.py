@@ -82,6 +82,12 @@ def _provide(full: bool) -> Iterator[StackEnv]:
         started_from_nothing = not stack.env_file().exists()
         if not _healthy(full):
             stack.up(only_identity=not full)
+        elif full:
+            # Tests may publish endpoints into this Keystone: put the stack's own URLs back.
+            from devenv.config import load_secrets
+            from devenv.openstack.catalog import bootstrap_catalog
+
+            bootstrap_catalog(load_secrets())
         _users_dir().mkdir(parents=True, exist_ok=True)
         (_users_dir() / str(os.getpid())).touch()
     env = stack.load_env()
