@@ -1,0 +1,206 @@
+"""Benchmark: Volume apply → Provisioned and delete → gone, osprov against a plain openstacksdk script.
+
+Both sides run in the same process run, side by side, against the same local stack and the same Keystone
+project, for 1 and for 20 volumes. The plain script makes the calls osprov's activities make (exact-name
+lookup, create, polling reads until available; lookup, delete, polling reads until gone), with as many
+threads as the worker runs activities and a fixed read interval. The ratio osprov / plain says what the
+Kubernetes round trip, Temporal and the durable-timer waits add to what Cinder itself takes.
+
+    .venv/bin/python -m bench.volume [--counts 1 20] [--poll 0.5]
+
+Needs the full local stack (`osprov dev up --full`); it starts its own worker and bridge for a fresh
+namespace and removes what it created in Cinder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import openstack.connection
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from api.cinder_io import volume_name
+from api.registry import kind_info
+from devenv import stack
+from devenv.testing import StackEnv
+from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+
+THREADS = 4  # run_osprov starts the worker with OSPROV_ACTIVITY_THREADS=4
+DEADLINE_S = 300.0
+
+
+@dataclass
+class Timing:
+    apply_s: float
+    delete_s: float
+
+
+def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(interval_s)
+
+
+# ----- osprov ------------------------------------------------------------------------------------
+
+
+def ensure_volume_crd(env: StackEnv) -> None:
+    """Install the generated Volume CRD if the running kube emulator started before it existed."""
+    api = kubernetes.config.new_client_from_config(config_file=str(env.kubeconfig))
+    ext = kubernetes.client.ApiextensionsV1Api(api)
+    info = kind_info("Volume")
+    try:
+        ext.read_custom_resource_definition(info.crd_name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
+        ext.create_custom_resource_definition(body)
+
+
+def _volumes(o: Osprov) -> list[dict[str, Any]]:
+    info = kind_info("Volume")
+    listed = o.custom.list_namespaced_custom_object(info.group, info.version, o.namespace, info.plural)
+    return list(listed["items"])  # type: ignore[index]
+
+
+def _provisioned(obj: dict[str, Any]) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Available" and c["reason"] == "Provisioned" for c in conditions)
+
+
+def run_osprov_side(o: Osprov, admin: openstack.connection.Connection, project: str, count: int) -> Timing:
+    names = [f"bench-{uuid.uuid4().hex[:6]}-{i}" for i in range(count)]
+    spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+    start = time.monotonic()
+    for name in names:
+        o.apply("Volume", name, spec)
+    wait_until(
+        lambda: sum(_provisioned(v) for v in _volumes(o) if v["metadata"]["name"] in names) == count,
+        "osprov volumes provisioned",
+        0.1,
+    )
+    applied = time.monotonic() - start
+    uids = [v["metadata"]["uid"] for v in _volumes(o) if v["metadata"]["name"] in names]
+    start = time.monotonic()
+    for name in names:
+        o.delete("Volume", name)
+    wait_until(lambda: not any(v["metadata"]["name"] in names for v in _volumes(o)), "resources gone", 0.1)
+    deleted = time.monotonic() - start
+    leftovers = [u for u in uids if _named(admin, volume_name(u))]
+    if leftovers:
+        raise AssertionError(f"{len(leftovers)} Cinder volumes left after their resources were deleted")
+    return Timing(applied, deleted)
+
+
+# ----- the plain openstacksdk script ------------------------------------------------------------
+
+
+def _named(conn: openstack.connection.Connection, name: str) -> list[Any]:
+    return [v for v in conn.block_storage.volumes(all_projects=True, name=name) if v.name == name]
+
+
+def _plain_create(conn: openstack.connection.Connection, name: str, poll_s: float) -> str:
+    found = [v for v in conn.block_storage.volumes(details=True) if v.name == name]
+    volume = found[0] if found else conn.block_storage.create_volume(name=name, size=1)
+    while (status := conn.block_storage.get_volume(volume.id).status) != "available":
+        if status.startswith("error"):
+            raise RuntimeError(f"volume {volume.id} is {status}")
+        time.sleep(poll_s)
+    return str(volume.id)
+
+
+def _plain_delete(conn: openstack.connection.Connection, name: str, poll_s: float) -> None:
+    found = [v for v in conn.block_storage.volumes(details=True) if v.name == name]
+    for volume in found:
+        conn.block_storage.delete_volume(volume.id)
+    while [v for v in conn.block_storage.volumes(details=True) if v.name == name]:
+        time.sleep(poll_s)
+
+
+def run_plain_side(
+    connect: Callable[[], openstack.connection.Connection], count: int, poll_s: float
+) -> Timing:
+    names = [volume_name(str(uuid.uuid4())) for _ in range(count)]
+    # One connection per thread (a keystoneauth session is not documented as thread-safe), made up front.
+    with ThreadPoolExecutor(THREADS) as pool:
+        conns = list(pool.map(lambda _: connect(), range(THREADS)))
+
+        def each(fn: Callable[[openstack.connection.Connection, str, float], Any]) -> float:
+            start = time.monotonic()
+            futures = [pool.submit(fn, conns[i % THREADS], n, poll_s) for i, n in enumerate(names)]
+            for f in futures:
+                f.result()
+            return time.monotonic() - start
+
+        return Timing(each(_plain_create), each(_plain_delete))
+
+
+# ----- main --------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 20])
+    parser.add_argument("--poll", type=float, default=0.5, help="read interval of the plain script (s)")
+    args = parser.parse_args()
+
+    env = StackEnv.from_env(stack.load_env())
+    if not env.full:
+        raise SystemExit("needs the full local stack: osprov dev up --full")
+    os.environ.update(env.env)
+    ensure_volume_crd(env)
+    admin = admin_connection(env)
+    identity: Any = admin.identity  # v3
+    project = identity.create_project(name=f"bench-{uuid.uuid4().hex[:8]}", domain_id="default")
+    user = identity.find_user("admin", domain_id="default", ignore_missing=False)
+    role = identity.find_role("member", ignore_missing=False)
+    identity.assign_project_role_to_user(project.id, user, role)
+
+    def connect() -> openstack.connection.Connection:
+        return admin.connect_as_project({"id": project.id})
+
+    rows: list[tuple[int, Timing, Timing]] = []
+    logs = Path(tempfile.mkdtemp(prefix="bench-volume-"))
+    if True:
+        gen = run_osprov(env, logs)
+        o = next(gen)
+        try:
+            # Warm-up (token, endpoint discovery, worker start) outside the measurements, on both sides.
+            run_osprov_side(o, admin, str(project.name), 1)
+            run_plain_side(connect, 1, args.poll)
+            for count in args.counts:
+                plain = run_plain_side(connect, count, args.poll)
+                ours = run_osprov_side(o, admin, str(project.name), count)
+                rows.append((count, ours, plain))
+        finally:
+            next(gen, None)  # resumes run_osprov after its yield: it stops the worker and bridge
+
+    print(
+        f"Volume lifecycle, osprov vs plain openstacksdk ({THREADS} threads, plain reads every {args.poll}s)"
+    )
+    print(f"{'volumes':>7} {'phase':>22} {'osprov s':>9} {'plain s':>8} {'ratio':>6}")
+    for count, ours, plain in rows:
+        for phase, a, b in (
+            ("apply -> Provisioned", ours.apply_s, plain.apply_s),
+            ("delete -> gone", ours.delete_s, plain.delete_s),
+        ):
+            print(f"{count:>7} {phase:>22} {a:>9.2f} {b:>8.2f} {a / b:>6.2f}")
+    print(f"worker and bridge logs: {logs}")
+
+
+if __name__ == "__main__":
+    main()
