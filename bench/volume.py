@@ -174,20 +174,19 @@ def main() -> None:
         return admin.connect_as_project({"id": project.id})
 
     rows: list[tuple[int, Timing, Timing]] = []
-    logs = Path(tempfile.mkdtemp(prefix="bench-volume-"))
-    if True:
-        gen = run_osprov(env, logs)
-        o = next(gen)
-        try:
-            # Warm-up (token, endpoint discovery, worker start) outside the measurements, on both sides.
-            run_osprov_side(o, admin, str(project.name), 1)
-            run_plain_side(connect, 1, args.poll)
-            for count in args.counts:
-                plain = run_plain_side(connect, count, args.poll)
-                ours = run_osprov_side(o, admin, str(project.name), count)
-                rows.append((count, ours, plain))
-        finally:
-            next(gen, None)  # resumes run_osprov after its yield: it stops the worker and bridge
+    logs = Path(tempfile.mkdtemp(prefix="bench-volume-"))  # kept: the worker's log explains outliers
+    gen = run_osprov(env, logs)
+    o = next(gen)
+    try:
+        # Warm-up (token, endpoint discovery, worker start) outside the measurements, on both sides.
+        run_osprov_side(o, admin, str(project.name), 1)
+        run_plain_side(connect, 1, args.poll)
+        for count in args.counts:
+            plain = run_plain_side(connect, count, args.poll)
+            ours = run_osprov_side(o, admin, str(project.name), count)
+            rows.append((count, ours, plain))
+    finally:
+        next(gen, None)  # resumes run_osprov after its yield: it stops the worker and bridge
 
     print(
         f"Volume lifecycle, osprov vs plain openstacksdk ({THREADS} threads, plain reads every {args.poll}s)"
