@@ -23,6 +23,7 @@ from tests.integration.test_identity_support import (
     assert_no_leaks,
     identity_client,
     now,
+    ready_status,
     uniq,
     workflow_id,
 )
@@ -50,7 +51,7 @@ def ks(identity_stack: StackEnv) -> Iterator[Identity]:
 def domain(osprov: Osprov, ks: Identity) -> Iterator[tuple[str, str]]:
     name = uniq("deletion")
     osprov.apply("Domain", "d", {"name": name})
-    domain_id = str(osprov.wait_ready("Domain", "d")["status"]["domainID"])
+    domain_id = str(ready_status(osprov, "Domain", "d")["domainID"])
     yield name, domain_id
     ks.update_domain(domain_id, enabled=False)
     ks.delete_domain(domain_id, ignore_missing=True)
@@ -77,7 +78,7 @@ def test_delete_policy_deletes_by_the_stored_id_not_by_name(
 ) -> None:
     name, domain_id = domain
     osprov.apply("Project", "doomed", {"name": "doomed", "domain": name, "deletionPolicy": "delete"})
-    ours = osprov.wait_ready("Project", "doomed")["status"]["projectID"]
+    ours = ready_status(osprov, "Project", "doomed")["projectID"]
     assert FINALIZER in finalizers(osprov, "Project", "doomed")
     # By hand: ours is renamed, and someone else's project takes the name. A delete by query would
     # remove theirs and miss ours.
@@ -92,7 +93,7 @@ def test_delete_policy_deletes_by_the_stored_id_not_by_name(
 def test_object_already_gone_counts_as_deleted(osprov: Osprov, ks: Identity) -> None:
     role = uniq("gone-role")
     osprov.apply("Role", "vanished", {"name": role, "deletionPolicy": "delete"})
-    role_id = osprov.wait_ready("Role", "vanished")["status"]["roleID"]
+    role_id = ready_status(osprov, "Role", "vanished")["roleID"]
     ks.delete_role(role_id)
     osprov.delete("Role", "vanished")
     wait_for(
@@ -106,9 +107,9 @@ def test_delete_policy_on_an_assignment_revokes_the_grant(
     name, domain_id = domain
     role = uniq("revoked-role")
     osprov.apply("Role", "revoked", {"name": role})
-    role_id = osprov.wait_ready("Role", "revoked")["status"]["roleID"]
+    role_id = ready_status(osprov, "Role", "revoked")["roleID"]
     osprov.apply("Group", "revokers", {"name": "revokers", "domain": name})
-    group_id = osprov.wait_ready("Group", "revokers")["status"]["groupID"]
+    group_id = ready_status(osprov, "Group", "revokers")["groupID"]
     spec = {"role": {"name": role}, "group": {"name": "revokers", "domain": name}, "domain": {"name": name}}
     osprov.apply("RoleAssignment", "revoke-me", spec | {"deletionPolicy": "delete"})
     osprov.wait_ready("RoleAssignment", "revoke-me")
@@ -122,6 +123,31 @@ def test_delete_policy_on_an_assignment_revokes_the_grant(
     ks.delete_role(role_id)
 
 
+def test_delete_policy_revokes_a_grant_the_spec_moved_away_from(
+    osprov: Osprov, ks: Identity, domain: tuple[str, str]
+) -> None:
+    name, domain_id = domain
+    first, second = uniq("first-role"), uniq("second-role")
+    osprov.apply("Role", "first", {"name": first})
+    osprov.apply("Role", "second", {"name": second})
+    osprov.apply("Group", "movers", {"name": "movers", "domain": name})
+    ids = {r: ready_status(osprov, "Role", r)["roleID"] for r in ("first", "second")}
+    group_id = ready_status(osprov, "Group", "movers")["groupID"]
+    spec = {"group": {"name": "movers", "domain": name}, "domain": {"name": name}, "deletionPolicy": "delete"}
+    osprov.apply("RoleAssignment", "mover", spec | {"role": {"name": first}})
+    osprov.wait_ready("RoleAssignment", "mover")
+    osprov.apply("RoleAssignment", "mover", spec | {"role": {"name": second}})
+    osprov.wait_ready("RoleAssignment", "mover", generation=2)
+    path = f"/domains/{domain_id}/groups/{group_id}/roles/{{}}"
+    assert ks.head(path.format(ids["second"])).status_code == 204
+    assert ks.head(path.format(ids["first"])).status_code == 404, "the superseded grant outlives the resource"
+    osprov.delete("RoleAssignment", "mover")
+    wait_for(lambda: gone(osprov, "RoleAssignment", "mover"), "the assignment resource deleted", 60)
+    assert ks.head(path.format(ids["second"])).status_code == 404
+    for role_id in ids.values():
+        ks.delete_role(role_id)
+
+
 def test_retain_adds_no_finalizer_and_touches_nothing(
     osprov: Osprov, ks: Identity, domain: tuple[str, str]
 ) -> None:
@@ -133,7 +159,7 @@ def test_retain_adds_no_finalizer_and_touches_nothing(
         "kept",
         {"role": {"name": "member"}, "user": {"name": "kept", "domain": name}, "domain": {"name": name}},
     )
-    user_id = osprov.wait_ready("User", "kept")["status"]["userID"]
+    user_id = ready_status(osprov, "User", "kept")["userID"]
     osprov.wait_ready("RoleAssignment", "kept")
     member = next(r for r in ks.roles(name="member") if r.name == "member").id
     path = f"/domains/{domain_id}/users/{user_id}/roles/{member}"

@@ -17,6 +17,7 @@ from api.registry import kind_info
 from devenv.testing import StackEnv
 from tests.integration.test_identity_support import (
     identity_client,
+    ready_status,
     status_of,
     uniq,
     wait_condition,
@@ -66,7 +67,7 @@ def declare(
     """A Service and its Endpoint resource in a fresh region; returns (service ID, region)."""
     service_type, region = uniq("type"), uniq("region")
     osprov.apply("Service", name, {"name": name, "type": service_type})
-    service_id = str(osprov.wait_ready("Service", name)["status"]["serviceID"])
+    service_id = str(ready_status(osprov, "Service", name)["serviceID"])
     cleanup += [("service", service_id), ("region", region)]
     osprov.apply(
         "Endpoint", name, {"service": {"name": name, "type": service_type}, "region": region, "urls": urls}
@@ -80,7 +81,7 @@ def test_only_declared_interfaces_are_published_in_a_region_created_for_them(
     name = uniq("svc")
     urls = {"public": "http://pub.example:8776/v3", "internal": "http://int.example:8776/v3"}
     service_id, region = declare(osprov, cleanup, name, urls)
-    status = osprov.wait_ready("Endpoint", name)["status"]
+    status = ready_status(osprov, "Endpoint", name)
     found = endpoints_of(ks, service_id, region)
     cleanup += [("endpoint", e.id) for es in found.values() for e in es]
     assert ks.get_region(region).id == region
@@ -94,10 +95,10 @@ def test_url_change_is_a_patch_that_keeps_the_id_and_hand_edits_are_reverted(
 ) -> None:
     name = uniq("svc")
     service_id, region = declare(osprov, cleanup, name, {"public": "http://v1.example/"})
-    first = osprov.wait_ready("Endpoint", name)["status"]["endpointIDs"]["public"]
+    first = ready_status(osprov, "Endpoint", name)["endpointIDs"]["public"]
     cleanup.append(("endpoint", first))
     osprov.apply("Endpoint", name, {"urls": {"public": "http://v2.example/"}})
-    second = osprov.wait_ready("Endpoint", name, generation=2)["status"]["endpointIDs"]["public"]
+    second = ready_status(osprov, "Endpoint", name, generation=2)["endpointIDs"]["public"]
     assert second == first and ks.get_endpoint(first).url == "http://v2.example/"
     ks.update_endpoint(first, url="http://edited-by-hand.example/")
     wait_for(
@@ -129,14 +130,14 @@ def test_duplicates_adopt_the_lowest_id_are_named_and_nothing_is_deleted(
             "urls": {"public": "http://wanted/"},
         },
     )
-    ready = osprov.wait_ready("Endpoint", name)
-    assert ready["status"]["endpointIDs"] == {"public": lowest}
-    cond = next(c for c in ready["status"]["conditions"] if c["type"] == "Ready")
+    status = ready_status(osprov, "Endpoint", name)
+    assert status["endpointIDs"] == {"public": lowest}
+    cond = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert other in cond["message"]
     found = endpoints_of(ks, service.id, region)["public"]
     assert [e.id for e in found] == [lowest, other], "a duplicate was deleted or another made"
     assert ks.get_endpoint(lowest).url == "http://wanted/"
-    assert osprov.wait_ready("Service", name)["status"]["serviceID"] == service.id  # adopted, not duplicated
+    assert ready_status(osprov, "Service", name)["serviceID"] == service.id  # adopted, not duplicated
 
 
 def test_worker_killed_while_services_and_endpoints_are_created_duplicates_nothing(
@@ -159,7 +160,7 @@ def test_worker_killed_while_services_and_endpoints_are_created_duplicates_nothi
     osprov.worker.kill()
     osprov.worker.start()
     for name, service_type, region in declared:
-        status = osprov.wait_ready("Endpoint", name, timeout_s=180)["status"]
+        status = ready_status(osprov, "Endpoint", name, timeout_s=180)
         assert "endpointIDs" in status, f"Ready without endpointIDs: {status}"
         ids = status["endpointIDs"]
         services = services_named(ks, name, service_type)

@@ -22,6 +22,7 @@ from tests.integration.test_identity_support import (
     assert_no_leaks,
     identity_client,
     now,
+    ready_status,
 )
 from tests.support.osprov import REPO, Osprov, run_osprov
 
@@ -122,7 +123,7 @@ def test_heat_trustee_has_its_kubernetes_safe_name(
 ) -> None:
     suffix, resources = applied
     assert ("User", "heat-heat-trustee") in resources
-    uid = osprov.wait_ready("User", "heat-heat-trustee")["status"]["userID"]
+    uid = ready_status(osprov, "User", "heat-heat-trustee")["userID"]
     assert ks.get_user(uid).name == f"heat_trustee-{suffix}"
 
 

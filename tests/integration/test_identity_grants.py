@@ -19,6 +19,7 @@ from tests.integration.test_identity_support import (
     identity_client,
     keystone_domain_id,
     now,
+    ready_status,
     uniq,
     wait_condition,
 )
@@ -63,11 +64,11 @@ def world(osprov: Osprov, ks: Identity) -> Iterator[World]:
     osprov.create_secret("u-pw", {"OS_PASSWORD": PASSWORDS.new()})
     osprov.apply("User", "u", {"name": "member", "domain": domain, "passwordSecret": {"name": "u-pw"}})
     ids = {
-        "domain": osprov.wait_ready("Domain", "d")["status"]["domainID"],
-        "role": osprov.wait_ready("Role", "r")["status"]["roleID"],
-        "project": osprov.wait_ready("Project", "p")["status"]["projectID"],
-        "group": osprov.wait_ready("Group", "g")["status"]["groupID"],
-        "user": osprov.wait_ready("User", "u")["status"]["userID"],
+        "domain": ready_status(osprov, "Domain", "d")["domainID"],
+        "role": ready_status(osprov, "Role", "r")["roleID"],
+        "project": ready_status(osprov, "Project", "p")["projectID"],
+        "group": ready_status(osprov, "Group", "g")["groupID"],
+        "user": ready_status(osprov, "User", "u")["userID"],
     }
     yield World(domain, role, "member", "team", "proj", ids)
     ks.delete_role(ids["role"], ignore_missing=True)  # revokes every grant of the role, system ones too
@@ -113,7 +114,7 @@ def test_every_subject_and_scope_is_granted_in_keystone(osprov: Osprov, ks: Iden
         assert not has_grant(ks, grant_path(world, subject, scope))
         osprov.apply("RoleAssignment", f"{subject}-{scope}", assignment_spec(world, subject, scope))
     for subject, scope in COMBINATIONS:
-        cond = osprov.wait_ready("RoleAssignment", f"{subject}-{scope}")["status"]["conditions"][0]
+        cond = ready_status(osprov, "RoleAssignment", f"{subject}-{scope}")["conditions"][0]
         assert world.role in cond["message"]
         assert has_grant(ks, grant_path(world, subject, scope)), f"{subject} on {scope} not granted"
 

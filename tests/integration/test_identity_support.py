@@ -175,6 +175,15 @@ def wait_new_id(osprov: Osprov, kind: str, name: str, field: str, old: str, time
     return cast(str, wait_for(check, f"{kind} {name}: a new {field}", timeout_s))
 
 
+def ready_status(
+    osprov: Osprov, kind: str, name: str, timeout_s: float = 60, generation: int | None = None
+) -> dict[str, Any]:
+    """The status once Ready, read again afterwards: Osprov.wait_ready returns the object of its first GET
+    but judges Ready on a second one, so its status can be an older (not yet Ready) one."""
+    osprov.wait_ready(kind, name, timeout_s=timeout_s, generation=generation)
+    return status_of(osprov, kind, name)
+
+
 def identity_client(stack: StackEnv) -> Iterator[Identity]:
     conn = admin_connection(stack)
     yield cast(Identity, conn.identity)

@@ -28,6 +28,7 @@ from tests.integration.test_identity_support import (
     login_record,
     now,
     proxied_clouds_env,
+    ready_status,
     uniq,
     wait_condition,
     wait_new_id,
@@ -67,7 +68,7 @@ def ks(identity_stack: StackEnv) -> Iterator[Identity]:
 def domain(osprov: Osprov, ks: Identity) -> Iterator[str]:
     name = uniq("users")
     osprov.apply("Domain", "users", {"name": name})
-    domain_id = osprov.wait_ready("Domain", "users")["status"]["domainID"]
+    domain_id = ready_status(osprov, "Domain", "users")["domainID"]
     yield name
     ks.update_domain(domain_id, enabled=False)  # Keystone outlives runs: drop the domain and its users
     ks.delete_domain(domain_id, ignore_missing=True)
@@ -95,7 +96,7 @@ def make_user(osprov: Osprov, domain: str, name: str, secret: str, **extra: obje
     password = PASSWORDS.new()
     osprov.create_secret(secret, {"OS_PASSWORD": password})
     osprov.apply("User", name, {"name": name, "domain": domain, "passwordSecret": {"name": secret}, **extra})
-    user_id = osprov.wait_ready("User", name)["status"]["userID"]
+    user_id = ready_status(osprov, "User", name)["userID"]
     return user_id, password
 
 
@@ -160,7 +161,7 @@ def test_missing_secret_or_key_is_reported_and_nothing_written(
     )
     password = PASSWORDS.new()
     osprov.create_secret("absent-pw", {"OS_PASSWORD": password})
-    user_id = str(osprov.wait_ready("User", "nosecret", timeout_s=60)["status"]["userID"])
+    user_id = str(ready_status(osprov, "User", "nosecret", timeout_s=60)["userID"])
     assert authenticates(osprov.stack, user_id, password)
 
 

@@ -2,7 +2,7 @@
 
 The grant is checked first so an unchanged assignment costs reads only; a grant revoked by hand
 is restored on the resync. deletionPolicy=delete revokes exactly the grant this workflow made,
-by the IDs it recorded.
+by the IDs it recorded, and revokes a grant it made earlier when the spec moves to another one.
 """
 
 from __future__ import annotations
@@ -29,11 +29,25 @@ class RoleAssignmentWorkflow(KeystoneEntity):
 
     async def reconcile(self, spec: RoleAssignmentSpec, full: bool) -> Outcome:
         grant, text = await self._resolve(spec)
-        self.st.extra["grant"] = grant.model_dump()
+        previous = self.st.extra.get("grant")
         if await call(io.CHECK_GRANT, grant, bool, summary=f"check grant: {text}"):
-            return Outcome(conditions=ready(f"{text} is in place"))
-        await call(io.PUT_GRANT, grant, summary=f"grant: {text}")
-        return Outcome(conditions=ready(f"granted {text}"))
+            message = f"{text} is in place"
+        else:
+            await call(io.PUT_GRANT, grant, summary=f"grant: {text}")
+            message = f"granted {text}"
+        self.st.extra["grant"] = grant.model_dump()
+        if (
+            previous
+            and previous != self.st.extra["grant"]
+            and self.wants_finalizer(spec)
+            and workflow.patched("revoke-superseded-grant")
+        ):
+            # The spec now names another role, subject or scope: the grant this workflow made before
+            # would otherwise outlive the resource (deletion revokes only the recorded one). Revoked
+            # after the new grant is in place, so the subject never holds neither.
+            await call(io.REVOKE_GRANT, io.Grant(**previous), bool, summary="revoke the superseded grant")
+            message += "; the previous grant was revoked"
+        return Outcome(conditions=ready(message))
 
     async def finalize(self, spec: RoleAssignmentSpec) -> None:
         stored = self.st.extra.get("grant")
