@@ -237,3 +237,22 @@ def test_delete_of_a_volume_whose_project_never_existed_succeeds(osprov: Osprov)
     wait_for(lambda: osprov.condition("Volume", "orphan", AVAILABLE), "missing project reported", 60)
     osprov.delete("Volume", "orphan")
     wait_for(lambda: osprov.get("Volume", "orphan") is None, "the Volume resource is gone", 60)
+
+
+def test_project_without_a_grant_for_the_controller_says_what_to_grant(
+    osprov: Osprov, admin: openstack.connection.Connection
+) -> None:
+    proj = identity(admin).create_project(name=uniq("nogrant"), domain_id="default")
+    osprov.apply("Volume", "nogrant", spec(str(proj.name)))
+
+    def refused() -> dict[str, Any] | None:
+        cond = osprov.condition("Volume", "nogrant", AVAILABLE)
+        return cond if cond and "has no role in it" in cond["message"] else None
+
+    cond = wait_for(refused, "the missing grant reported", 60)
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == "Provisioning"
+    grant_member(admin, proj.id)  # retried with backoff: no change to the resource needed
+    obj = osprov.wait_ready("Volume", "nogrant", ctype=AVAILABLE, timeout_s=90)
+    assert obj["metadata"]["generation"] == 1
+    osprov.delete("Volume", "nogrant")
+    wait_for(lambda: osprov.get("Volume", "nogrant") is None, "the Volume resource is gone", 60)
