@@ -19,6 +19,7 @@ from devenv import stack
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "openstack"
+DEMO_REGION = "DemoRegion"
 # The seed's Cinder example first (11 resources), then the other charts' identity objects.
 EXAMPLES = ["examples/identity/cinder.yaml", "examples/identity/glance.yaml", "examples/identity/placement.yaml",
             "examples/identity/nova.yaml", "examples/identity/neutron.yaml", "examples/identity/heat.yaml"]
@@ -64,7 +65,11 @@ def main(argv: list[str]) -> int:
     try:
         kubectl(env, "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n")
         for example in EXAMPLES:
-            print(kubectl(env, "apply", "-n", NAMESPACE, "-f", example), end="")
+            # The examples are the charts' real catalog entries (cinderv3 in RegionOne, …). The local cloud
+            # serves its own catalog from RegionOne, so the demo publishes them into a region of its own
+            # instead of re-pointing the local cloud's endpoints at cluster URLs that do not resolve here.
+            manifest = (REPO / example).read_text().replace("region: RegionOne", f"region: {DEMO_REGION}")
+            print(kubectl(env, "apply", "-n", NAMESPACE, "-f", "-", stdin=manifest), end="")
         print(f"\nTemporal Web UI: {env['OSPROV_TEMPORAL_UI_URL']}/namespaces/{env['OSPROV_TEMPORAL_NAMESPACE']}"
               "/workflows   (one workflow per resource)")
         print(f"kubectl: export KUBECONFIG={env['KUBECONFIG']}; kubectl get keystone -n {NAMESPACE}\n")
