@@ -10,6 +10,7 @@ consistency error (Available=False, reason Errored) raised before the pass mutat
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from typing import Any, TypeVar
 
@@ -25,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
 
 FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
 MAX_WAIT_SECONDS = 10.0
+# One message for every converging pass, so the status is written once, not after every step.
+PROVISIONING_MESSAGE = "converging the Octavia topology; Octavia settles (ACTIVE) between steps"
 ERRORED = AvailableReason.ERRORED.value
 
 T = TypeVar("T")
@@ -101,9 +104,9 @@ class LoadBalancerWorkflow(Entity):
         while Octavia stays PENDING)."""
         waits = 0 if mutated else int(self.st.extra.get("waits", 0))
         self.st.extra["waits"] = waits + 1
-        self.set_step(message)
+        self.set_step(message)  # the detail goes to the step (query, Web UI); the status stays put
         return Outcome(
-            conditions=[self._available("False", AvailableReason.PROVISIONING.value, message)],
+            conditions=[self._available("False", AvailableReason.PROVISIONING.value, PROVISIONING_MESSAGE)],
             requeue_after=min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS),
         )
 
@@ -167,22 +170,43 @@ class LoadBalancerWorkflow(Entity):
         # Observe the whole owned tree before any mutation: a child in ERROR stops the pass untouched.
         prefix = f"{name}-"
         children = io.ListChildren(scope=scope, load_balancer_id=lb.id, prefix=prefix)
-        listeners = await call(
-            io.LIST_LISTENERS, children, list[io.ListenerView], summary=f"list {prefix}*listener"
-        )
-        pools = await call(io.LIST_POOLS, children, list[io.PoolView], summary=f"list {prefix}*pool")
-        monitors = await call(
-            io.LIST_MONITORS, children, list[io.MonitorView], summary=f"list {prefix}*monitor"
+        # Independent reads run in parallel (one round trip instead of four on a busy worker).
+        listeners, pools, monitors, fips = await asyncio.gather(
+            call(io.LIST_LISTENERS, children, list[io.ListenerView], summary=f"list {prefix}*listener"),
+            call(io.LIST_POOLS, children, list[io.PoolView], summary=f"list {prefix}*pool"),
+            call(io.LIST_MONITORS, children, list[io.MonitorView], summary=f"list {prefix}*monitor"),
+            call(
+                io.FIND_FLOATING_IPS,
+                io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
+                list[io.FloatingIpView],
+                summary=f"find floating IPs of VIP port {lb.vip_port_id}",
+            ),
         )
         owned: list[io.ListenerView | io.PoolView | io.MonitorView] = [*listeners, *pools, *monitors]
         for obj in owned:
             if not _settled(obj.provisioning_status, obj.name):
                 return self._wait(f"waiting for {obj.name} ({obj.provisioning_status})", mutated=False)
+        wanted_pools = {io.pool_name(uid, ls.name) for ls in spec.listeners}
+        ours = [p for p in pools if p.name in wanted_pools]
+        member_lists = await asyncio.gather(
+            *(
+                call(
+                    io.LIST_MEMBERS,
+                    io.PoolRef(scope=scope, pool_id=p.id),
+                    list[io.MemberView],
+                    summary=f"members of {p.name}",
+                )
+                for p in ours
+            )
+        )
+        members = {p.id: m for p, m in zip(ours, member_lists, strict=True)}
+        for pool_id, pool_members in members.items():
+            for m in pool_members:
+                if not _settled(m.provisioning_status, f"member {m.address}:{m.port}"):
+                    return self._wait(f"waiting for the members of pool {pool_id}", mutated=False)
 
         # P5: the floating IP on the VIP port.
-        outcome = await self._floating_ip(spec, scope, lb.vip_port_id)
-        if outcome is not None:
-            return outcome
+        await self._floating_ip(spec, scope, lb.vip_port_id, fips)
 
         # P6: prune one orphan listener first (frees the port for a renamed listener).
         wanted = {io.listener_name(uid, ls.name) for ls in spec.listeners}
@@ -195,7 +219,7 @@ class LoadBalancerWorkflow(Entity):
 
         # P7: each listener's pool, listener, members and monitor.
         for listener in spec.listeners:
-            outcome = await self._listener(scope, lb.id, listener, listeners, pools, monitors)
+            outcome = await self._listener(scope, lb.id, listener, listeners, pools, monitors, members)
             if outcome is not None:
                 return outcome
 
@@ -224,14 +248,11 @@ class LoadBalancerWorkflow(Entity):
             ]
         )
 
-    async def _floating_ip(self, spec: LoadBalancerSpec, scope: io.Scope, port_id: str) -> Outcome | None:
+    async def _floating_ip(
+        self, spec: LoadBalancerSpec, scope: io.Scope, port_id: str, fips: list[io.FloatingIpView]
+    ) -> None:
+        """Neutron calls do not lock the load balancer: the pass goes on after them."""
         self.set_step("P5 floating IP")
-        fips = await call(
-            io.FIND_FLOATING_IPS,
-            io.FindFloatingIps(scope=scope, port_id=port_id),
-            list[io.FloatingIpView],
-            summary=f"find floating IPs of VIP port {port_id}",
-        )
         fip = _exactly_one(fips, f"floating IPs on VIP port {port_id} (more than one)")
         if fip is not None and spec.public_ip:
             self.st.ids["publicIP"] = fip.address
@@ -253,7 +274,6 @@ class LoadBalancerWorkflow(Entity):
             self.st.ids["publicIP"] = fip.address
         else:
             self.st.ids["publicIP"] = None
-        return None  # Neutron calls do not lock the load balancer: the pass goes on
 
     async def _listener(
         self,
@@ -263,6 +283,7 @@ class LoadBalancerWorkflow(Entity):
         listeners: list[io.ListenerView],
         pools: list[io.PoolView],
         monitors: list[io.MonitorView],
+        members_by_pool: dict[str, list[io.MemberView]],
     ) -> Outcome | None:
         uid = self.st.ref.uid
         lname, pname = io.listener_name(uid, listener.name), io.pool_name(uid, listener.name)
@@ -330,15 +351,7 @@ class LoadBalancerWorkflow(Entity):
             return self._wait(f"P7b updated listener {lname}; waiting for ACTIVE", mutated=True)
 
         # P7c members: one batch update when the set differs.
-        members = await call(
-            io.LIST_MEMBERS,
-            io.PoolRef(scope=scope, pool_id=pool.id),
-            list[io.MemberView],
-            summary=f"members of {pname}",
-        )
-        for m in members:
-            if not _settled(m.provisioning_status, f"member {m.address}:{m.port} of {pname}"):
-                return self._wait(f"P7c waiting for members of {pname}", mutated=False)
+        members = members_by_pool.get(pool.id, [])
         want = sorted({(m.address, m.port) for m in listener.pool.members})
         if sorted((m.address, m.port) for m in members) != want:
             await call(
