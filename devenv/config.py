@@ -6,6 +6,7 @@ Temporal on the default ports can never clash with the stack.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -36,6 +37,7 @@ class Ports:
     temporal_http: int = 37243
     temporal_metrics: int = 37244
     kube: int = 36443
+    codec: int = 38081
 
 
 def _ports_from_env() -> Ports:
@@ -73,6 +75,8 @@ class Secrets:
     service_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     db_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     rabbit_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    # AES-256 key of the payload codec (osprov/codec.py): worker, bridge and the UI's codec server share it.
+    codec_key: str = field(default_factory=lambda: base64.b64encode(secrets.token_bytes(32)).decode())
 
     def __repr__(self) -> str:  # keep values out of tracebacks and logs
         return "Secrets(<redacted>)"
@@ -80,9 +84,11 @@ class Secrets:
 
 def load_secrets() -> Secrets:
     path = state_dir() / "secrets.json"
-    if path.exists():
-        return Secrets(**json.loads(path.read_text()))
-    created = Secrets()
+    stored = json.loads(path.read_text()) if path.exists() else None
+    created = Secrets(**stored) if stored else Secrets()
+    if stored is not None and set(stored) == set(created.__dict__):
+        return created
+    # New or grown (a field added since): write it back, so every later load sees the same values.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:

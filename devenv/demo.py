@@ -54,7 +54,10 @@ def main(argv: list[str]) -> int:
     install()
     was_up = stack.env_file().exists() and all(r.running for r in stack.status() if r.name in ("keystone", "kube"))
     stack.up(only_identity=True)
-    env = dict(os.environ) | stack.load_env() | {"OSPROV_NAMESPACES": NAMESPACE, "OSPROV_RESYNC_SECONDS": "300"}
+    # Payloads encrypted with the key the stack's codec server holds: raw histories show nothing, the
+    # Web UI shows everything (it decodes through the codec server).
+    env = dict(os.environ) | stack.load_env() | stack.codec_env() | {
+        "OSPROV_NAMESPACES": NAMESPACE, "OSPROV_RESYNC_SECONDS": "300"}
     logs = Path(env["OSPROV_STATE_DIR"]) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     procs = []

@@ -98,6 +98,21 @@ def _start_temporal(_: Secrets) -> None:
     temporal.start()
 
 
+def _start_codec(secrets: Secrets) -> None:
+    """osprov's codec server, so the Web UI shows encrypted histories decoded (the key stays here)."""
+    argv: list[str | Path] = [sys.executable, "-m", "osprov.cli", "codec-server", "--host", HOST,
+                              "--port", str(PORTS.codec), "--cors-origin", temporal.ui_url()]
+    procs.start("codec", argv, env=codec_env(secrets), cwd=REPO_ROOT)
+    procs.wait_until(lambda: procs.http_status(f"http://{HOST}:{PORTS.codec}/healthz") == 200, 30,
+                     "the codec server", "codec")
+
+
+def codec_env(secrets: Secrets | None = None) -> dict[str, str]:
+    """The payload codec settings matching the stack's codec server (which the Web UI calls)."""
+    secrets = secrets or load_secrets()
+    return {"OSPROV_CODEC_KEYS": f"dev:{secrets.codec_key}", "OSPROV_CODEC_KEY_ID": "dev"}
+
+
 def _start_rabbitmq(secrets: Secrets) -> None:
     infra.start_rabbitmq(secrets)
 
@@ -115,6 +130,7 @@ def services() -> dict[str, Service]:
         Service("keystone", ("keystone",), _start_keystone, keystone_url(), identity=True),
         Service("temporal", ("temporal",), _start_temporal, temporal.ui_url(), identity=True),
         Service("kube", ("kube",), _start_kube, f"http://{HOST}:{PORTS.kube}", identity=True),
+        Service("codec", ("codec",), _start_codec, f"http://{HOST}:{PORTS.codec}", identity=True),
         Service("rabbitmq", ("epmd", "rabbitmq"), _start_rabbitmq, f"{HOST}:{PORTS.rabbitmq}"),
     ]
     found += cloud.services()
@@ -187,6 +203,7 @@ def _up(only_identity: bool) -> None:
             pool.submit(mariadb_then_keystone),
             pool.submit(ensure, "temporal"),
             pool.submit(ensure, "kube"),
+            pool.submit(ensure, "codec"),
         ]
         if not only_identity:
             futures.append(pool.submit(ensure, "rabbitmq"))
@@ -313,6 +330,9 @@ def write_client_files(secrets: Secrets, full: bool) -> None:
         "OS_CLIENT_CONFIG_FILE": str(clouds_yaml_path()),
         "OS_CLOUD": ADMIN_CLOUD,
         "OSPROV_KEYSTONE_URL": auth_url,
+        # The codec keys are not in the env file: only the demo's worker and bridge encrypt (see
+        # devenv/demo.py); tests read their histories with plain clients.
+        "OSPROV_CODEC_URL": f"http://{HOST}:{PORTS.codec}",
     }
     if not full and env_file().exists() and load_env().get("OSPROV_STACK_LEVEL") == "full":
         env["OSPROV_STACK_LEVEL"] = "full"  # an identity `up` on a running full stack keeps it full

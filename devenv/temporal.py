@@ -35,6 +35,12 @@ def start() -> None:
         "--metrics-port",
         str(PORTS.temporal_metrics),
         "--ui-disable-news-fetch",
+        # The Web UI decodes encrypted payloads through osprov's codec server (started by the stack).
+        "--ui-codec-endpoint",
+        f"http://{HOST}:{PORTS.codec}",
+        # Flag workflows whose workflow tasks keep failing (a bug): TemporalReportedProblems is searchable.
+        "--dynamic-config-value",
+        "system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2",
         "--log-level",
         "warn",
     ]
