@@ -152,6 +152,14 @@ def test_worker_killed_after_create_accepted_adopts_instead_of_duplicating(
     # kill -9 as soon as Cinder has accepted a first create: the others are in flight or not yet sent.
     wait_for(lambda: any(cinder_named(admin, volume_name(u)) for u in uids.values()), "a first volume", 60)
     osprov.worker.kill()
+    # The window under test: Cinder accepted a create whose volume no status names yet.
+    in_window = [
+        n
+        for n, u in uids.items()
+        if cinder_named(admin, volume_name(u))
+        and "volumeID" not in ((osprov.get("Volume", n) or {}).get("status") or {})
+    ]
+    assert in_window, "the kill landed after every accepted create had its status written"
     osprov.worker.start()
     for name in names:
         obj = osprov.wait_ready("Volume", name, ctype=AVAILABLE, timeout_s=150)
