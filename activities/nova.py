@@ -114,7 +114,9 @@ def create_server(req: CreateServer) -> ServerRead:
             "name": req.name,
             "imageRef": req.image_id,
             "flavorRef": flavor.id,
-            "networks": [{"uuid": n} for n in req.network_ids] if req.network_ids else "auto",
+            # No networks listed: no NIC. ("auto" would need Neutron's auto-allocated topology, and
+            # a port needs a binding-capable Neutron; the local stack's API-only Neutron has neither.)
+            "networks": [{"uuid": n} for n in req.network_ids] if req.network_ids else "none",
             "metadata": req.metadata,
         }
         if req.key_name:

@@ -52,7 +52,7 @@ class CreateServer(_Model):
     name: str
     flavor: str  # name or ID
     image_id: str
-    network_ids: list[str] = Field(default_factory=list)  # empty: networks="auto"
+    network_ids: list[str] = Field(default_factory=list)  # empty: networks="none" (no NIC)
     key_name: str | None = None
     user_data: str | None = None  # plain text; the activity base64-encodes it
     metadata: dict[str, str] = Field(default_factory=dict)

@@ -131,8 +131,11 @@ class ServerWorkflow(Entity):
         change = self.st.desired
         if done is None and change is not None and not (change.deleting or change.gone):
             # The monitor: a converged (or parked) server is still read on a durable timer.
-            poll = workflow.now() + timedelta(seconds=MONITOR_SECONDS)
-            if self.st.resync_at is None or self.st.resync_at > poll:
+            now = workflow.now()
+            poll = now + timedelta(seconds=MONITOR_SECONDS)
+            # Also when the resync is overdue: a failed pass does not move it, and an overdue resync
+            # would re-run the pass at once, forever.
+            if self.st.resync_at is None or not (now < self.st.resync_at <= poll):
                 self.st.resync_at = poll
         return done
 
@@ -154,9 +157,11 @@ class ServerWorkflow(Entity):
             "phase": x.get("phase"),
             "launchedAt": x.get("launchedAt"),
             "macAddress": x.get("macAddress"),
-            "rebuild": x.get("rebuild"),
         }
-        return {k: v for k, v in fields.items() if v is not None}
+        fields = {k: v for k, v in fields.items() if v is not None}
+        # Status is merge-patched: a cleared marker must be sent as null to be removed.
+        fields["rebuild"] = x.get("rebuild")
+        return fields
 
     # ----- one pass ------------------------------------------------------------------------------
     async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
