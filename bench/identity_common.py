@@ -8,6 +8,7 @@ must never be touched) and removes what it made in Keystone at the end.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -124,6 +125,12 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
     return (utime + stime + cutime + cstime) / CLOCK_TICKS
+
+
+def service_cpu(name: str) -> float:
+    """CPU seconds of a local-stack service (e.g. "temporal", "keystone") from its recorded PID."""
+    record = json.loads((stack_env().state_dir / "pids" / f"{name}.json").read_text())
+    return cpu_seconds(int(record["pid"]))
 
 
 def worker_cpu(osprov: Osprov) -> float:

@@ -21,6 +21,7 @@ from bench.identity_common import (
     history_stats,
     identity,
     osprov_via_proxy,
+    service_cpu,
     stack_env,
     suffix,
     wait,
@@ -55,6 +56,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
             120,
         )
         requests0, cpu0 = proxy.connections_seen, worker_cpu(osprov)
+        temporal0, keystone0 = service_cpu("temporal"), service_cpu("keystone")
         start = time.monotonic()
         for i in range(count):
             kind = KINDS[i % 2]
@@ -63,13 +65,15 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
         wait(lambda: ready_count(osprov) >= count, f"{count} resources Ready", 3600, interval_s=2)
         elapsed = time.monotonic() - start
         cpu = worker_cpu(osprov) - cpu0
+        temporal, keystone = service_cpu("temporal") - temporal0, service_cpu("keystone") - keystone0
         requests = proxy.connections_seen - requests0
         workflows, events, _ = history_stats(env, osprov.namespace, set())
         print(
             f"osprov, {count} resources: apply→all Ready {elapsed:.0f} s (applying alone {applied:.0f} s), "
             f"{count / elapsed:.1f} resources/s; Keystone requests per resource {requests / count:.1f}; "
             f"history events per workflow {events / workflows:.1f}; worker CPU {cpu:.0f} s "
-            f"({100 * cpu / elapsed:.0f}% of one core, {1000 * cpu / count:.0f} ms per resource)"
+            f"({100 * cpu / elapsed:.0f}% of one core, {1000 * cpu / count:.0f} ms per resource); "
+            f"Temporal dev server CPU {temporal:.0f} s; Keystone uwsgi (group leader) CPU {keystone:.0f} s"
         )
 
 
