@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.workflows import fakes_cinder
+from tests.workflows import fakes_cinder, fakes_nova, fakes_octavia
 from tests.workflows.harness import Harness, eventually
 
 FINALIZER = "keystone.osh.openstack.org/finalizer"
@@ -61,3 +61,5 @@ async def _passes(h: Harness, wf: Any, n: int) -> bool:
 
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
+SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
+SCENARIOS["Server"] = fakes_nova.replay_scenario
