@@ -135,3 +135,38 @@ class FakeNova:
                 raise errors.error(errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
 
         return [find_server, get_server, create_server, delete_server, set_metadata, rebuild]
+
+
+async def replay_scenario(h: Any, kind: str) -> str:
+    """tests/replay scenario for Server: create, an image change rebuilt and settled, then delete.
+
+    The shared harness has no Nova, so this runs its own worker (FakeCloud + FakeNova) beside it.
+    """
+    from temporalio.worker import Worker
+
+    from tests.workflows.test_server_workflow import ServerHarness, spec
+    from workflows.all import WORKFLOWS
+
+    nova = FakeNova()
+    queue = f"{h.queue}-nova"
+    async with Worker(
+        h.env.client,
+        task_queue=queue,
+        workflows=WORKFLOWS,
+        activities=h.cloud.activities() + nova.activities(),
+    ):
+        sh = ServerHarness(h.env, h.cloud, queue)
+        sh.nova = nova
+        finalizers = ["nova.osh.openstack.org/finalizer"]
+        wf = await sh.apply(kind, spec("img-a"), name="replay", uid="replay-server")
+        await sh.until(lambda: sh.condition().get("status") == "True", "server available")
+        await sh.signal(wf, 2, spec("img-b"), finalizers=finalizers)
+        await sh.until(lambda: nova.accepted == ["img-b"], "rebuild accepted")
+        nova.only().settle()
+        await sh.until(
+            lambda: sh.status().get("observedGeneration") == 2 and sh.condition()["status"] == "True",
+            "rebuild settled",
+        )
+        await sh.signal(wf, 2, spec("img-b"), deleting=True, finalizers=finalizers)
+        await wf.result()
+        return str(wf.id)
