@@ -1,0 +1,189 @@
+"""Benchmark: Server create → ACTIVE and image change → rebuild settled, osprov against plain openstacksdk.
+
+Both sides run in the same process run, side by side, against the same local stack and Keystone project.
+The plain script does what a careful script would: create, poll GET until ACTIVE; POST rebuild (imageRef
+only), poll GET until the ref is the target, task_state is empty and the status is ACTIVE. osprov's side
+starts at the kubectl-equivalent apply and ends when the resource says Available=True for the new
+generation with the rebuild marker cleared. Also printed: Temporal history events per rebuild (the
+events the Server workflow added between the image change and settlement).
+
+    .venv/bin/python -m bench.rebuild [--rounds 3] [--poll 0.5]
+
+Needs the full local stack (`osprov dev up --full`); it starts its own worker and bridge for a fresh
+namespace and deletes the servers it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import openstack.connection
+from temporalio.client import Client
+
+from bench.identity_common import stack_env
+from devenv.openstack.catalog import IMAGE_NAMES
+from devenv.testing import StackEnv
+from tests.integration.test_server_rebuild import ensure_crd
+from tests.support.osprov import Osprov, admin_connection, run_osprov
+
+DEADLINE_S = 300.0
+CONTROLLER_USER = "admin"
+
+
+def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > DEADLINE_S:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(interval_s)
+    return time.monotonic() - start
+
+
+def make_project(admin: openstack.connection.Connection) -> tuple[str, str]:
+    ident: Any = admin.identity
+    proj = ident.create_project(name=f"bench-srv-{uuid.uuid4().hex[:6]}", domain_id="default")
+    user = ident.find_user(CONTROLLER_USER, domain_id="default", ignore_missing=False)
+    ident.assign_project_role_to_user(proj.id, user, ident.find_role("member", ignore_missing=False))
+    return str(proj.id), str(proj.name)
+
+
+def project_conn(env: StackEnv, project: str) -> openstack.connection.Connection:
+    conn = admin_connection(env)
+    return conn.connect_as_project({"name": project, "domain_name": "Default"})  # type: ignore[no-any-return]
+
+
+# ----- plain openstacksdk ------------------------------------------------------------------------
+
+
+def read(conn: openstack.connection.Connection, server_id: str) -> dict[str, Any]:
+    resp = conn.compute.get(f"/servers/{server_id}", microversion="2.60")
+    resp.raise_for_status()
+    return resp.json()["server"]  # type: ignore[no-any-return]
+
+
+def settled(s: dict[str, Any], image: str) -> bool:
+    return s["image"]["id"] == image and not s.get("OS-EXT-STS:task_state") and s["status"] == "ACTIVE"
+
+
+def plain_round(
+    conn: openstack.connection.Connection, images: tuple[str, str], poll: float
+) -> tuple[float, float]:
+    start = time.monotonic()
+    body = {
+        "name": f"plain-{uuid.uuid4().hex[:6]}",
+        "imageRef": images[0],
+        "flavorRef": flavor_id(conn),
+        "networks": "none",
+    }
+    server_id = conn.compute.post("/servers", json={"server": body}, microversion="2.60").json()["server"][
+        "id"
+    ]
+    wait_until(lambda: read(conn, server_id)["status"] == "ACTIVE", "plain ACTIVE", poll)
+    create_s = time.monotonic() - start
+    start = time.monotonic()
+    conn.compute.post(
+        f"/servers/{server_id}/action", json={"rebuild": {"imageRef": images[1]}}, microversion="2.60"
+    ).raise_for_status()
+    wait_until(lambda: settled(read(conn, server_id), images[1]), "plain rebuild settled", poll)
+    rebuild_s = time.monotonic() - start
+    conn.compute.delete(f"/servers/{server_id}")
+    return create_s, rebuild_s
+
+
+def flavor_id(conn: openstack.connection.Connection) -> str:
+    return str(conn.compute.find_flavor("m1.tiny", ignore_missing=False).id)
+
+
+# ----- osprov ------------------------------------------------------------------------------------
+
+
+def spec(project: str, image: str) -> dict[str, Any]:
+    return {
+        "project": {"name": project, "domain": "Default"},
+        "flavor": "m1.tiny",
+        "imageID": image,
+        "deletionPolicy": "delete",
+    }
+
+
+def ready(o: Osprov, name: str, generation: int) -> bool:
+    obj = o.get("Server", name) or {}
+    st = obj.get("status") or {}
+    cond: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Available"), {})
+    return bool(
+        cond.get("status") == "True"
+        and st.get("observedGeneration") == generation
+        and st.get("rebuild") is None
+    )
+
+
+async def history_events(env: StackEnv, workflow_id: str) -> int:
+    client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return len(history.events)
+
+
+def osprov_round(
+    o: Osprov, env: StackEnv, project: str, images: tuple[str, str], n: int, poll: float
+) -> tuple[float, float, int]:
+    name = f"bench-{n}"
+    start = time.monotonic()
+    o.apply("Server", name, spec(project, images[0]))
+    wait_until(lambda: ready(o, name, 1), "osprov Available", poll)
+    create_s = time.monotonic() - start
+    uid = (o.get("Server", name) or {})["metadata"]["uid"]
+    workflow_id = f"Server/{o.namespace}/{name}/{uid}"
+    before = asyncio.run(history_events(env, workflow_id))
+    start = time.monotonic()
+    o.apply("Server", name, spec(project, images[1]))
+    wait_until(lambda: ready(o, name, 2), "osprov rebuild settled", poll)
+    rebuild_s = time.monotonic() - start
+    events = asyncio.run(history_events(env, workflow_id)) - before
+    o.delete("Server", name)
+    return create_s, rebuild_s, events
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--poll", type=float, default=0.5, help="read interval of both sides' waits (s)")
+    args = parser.parse_args()
+    env = stack_env()
+    admin = admin_connection(env)
+    images = tuple(admin.image.find_image(n, ignore_missing=False).id for n in IMAGE_NAMES)
+    assert len(images) == 2
+    project_id, project = make_project(admin)
+    ensure_crd(env, "Server")
+    conn = project_conn(env, project)
+    plain: list[tuple[float, float]] = []
+    ours: list[tuple[float, float, int]] = []
+    with tempfile.TemporaryDirectory(prefix="osprov-bench-") as tmp:
+        try:
+            with contextmanager(run_osprov)(env, Path(tmp)) as o:
+                for n in range(args.rounds):
+                    plain.append(plain_round(conn, (images[0], images[1]), args.poll))
+                    ours.append(osprov_round(o, env, project, (images[0], images[1]), n, args.poll))
+        finally:
+            for server in admin.compute.servers(all_projects=True, project_id=project_id):
+                admin.compute.delete_server(server.id, ignore_missing=True)
+    med = statistics.median
+    pc, pr = med(p[0] for p in plain), med(p[1] for p in plain)
+    oc, orb = med(x[0] for x in ours), med(x[1] for x in ours)
+    print(f"rounds: {args.rounds}, poll interval {args.poll}s (medians)")
+    print(f"{'':24}{'plain sdk':>12}{'osprov':>12}{'ratio':>8}")
+    print(f"{'create -> ACTIVE':24}{pc:11.2f}s{oc:11.2f}s{oc / pc:8.2f}")
+    print(f"{'rebuild -> settled':24}{pr:11.2f}s{orb:11.2f}s{orb / pr:8.2f}")
+    print(f"Temporal history events per rebuild: {med(x[2] for x in ours):.0f}")
+
+
+if __name__ == "__main__":
+    main()
