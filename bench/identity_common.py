@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import kubernetes
 import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.client import Client
@@ -118,6 +119,21 @@ def osprov_via_proxy(
             yield osprov, proxy
         finally:
             runner.close()
+            discard_namespace(env, osprov.namespace)
+
+
+def discard_namespace(env: StackEnv, namespace: str) -> None:
+    """Terminate the benchmark namespace's workflows (no worker serves them any more) and delete it."""
+
+    async def terminate() -> None:
+        client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
+        query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
+        async for wf in client.list_workflows(query=query):
+            await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate(reason="benchmark finished")
+
+    asyncio.run(terminate())
+    kube = kubernetes.config.new_client_from_config(config_file=str(env.kubeconfig))
+    kubernetes.client.CoreV1Api(kube).delete_namespace(namespace)
 
 
 def cpu_seconds(pid: int) -> float:
