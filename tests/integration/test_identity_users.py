@@ -119,6 +119,9 @@ def test_unchanged_password_over_many_forced_resyncs_causes_zero_failed_logins(
     wait_for(
         lambda: activity_runs(osprov.stack, wf, io.PROBE_PASSWORD) >= probes + 6, "six forced probes", 90, 1
     )
+    # Keystone resets its counter on every successful login, so the counter alone could hide a failure
+    # between two probes; but a probe rejected with 401 is always followed by a password write, so "no
+    # new password row and no second set_password" closes that gap.
     after = login_record(user_id)
     assert after.failed_auth_count == 0 and after.failed_auth_at is None
     assert after.password_row == before.password_row, "an unchanged password was written again"
