@@ -17,8 +17,9 @@ from keystoneauth1.identity import v3
 from openstack.identity.v3._proxy import Proxy as Identity
 
 from api import keystone_io as io
+from devenv import stack
 from devenv.faults.proxy import Fault, FaultProxy
-from devenv.testing import StackEnv
+from devenv.testing import StackEnv, _live_other_users
 from tests.integration.test_identity_support import (
     Passwords,
     activity_runs,
@@ -72,6 +73,10 @@ def domain(osprov: Osprov, ks: Identity) -> Iterator[str]:
     yield name
     ks.update_domain(domain_id, enabled=False)  # Keystone outlives runs: drop the domain and its users
     ks.delete_domain(domain_id, ignore_missing=True)
+
+
+def other_test_sessions() -> bool:
+    return bool(_live_other_users())
 
 
 def authenticates(stack: StackEnv, user_id: str, password: str) -> bool:
@@ -206,6 +211,34 @@ def test_keystone_outage_mid_reconcile_writes_no_password_and_recovers(
     assert after.password_row == before.password_row and after.failed_auth_count == 0
     assert activity_runs(osprov.stack, wf, io.SET_PASSWORD) == writes
     assert ks.get_user(user_id).description == "changed during the outage"
+    assert authenticates(osprov.stack, user_id, password)
+
+
+def test_keystone_stopped_mid_reconcile_writes_no_password_and_recovers_on_restart(
+    osprov: Osprov, ks: Identity, domain: str
+) -> None:
+    """The real outage: Keystone's process is stopped and started again. It is shared by every test
+    session on this machine, so this runs only when no other session is registered (as in CI)."""
+    if other_test_sessions():
+        pytest.skip(
+            "other test sessions share this Keystone; the proxy outage test above covers the worker side"
+        )
+    user_id, password = make_user(osprov, domain, "stopped", "stopped-pw")
+    before = login_record(user_id)
+    wf = workflow_id(osprov, "User", "stopped")
+    spec = {"name": "stopped", "domain": domain, "passwordSecret": {"name": "stopped-pw"}}
+    stack.stop_service("keystone")
+    try:
+        osprov.apply("User", "stopped", spec | {"description": "changed while Keystone was down"})
+        cond = wait_condition(osprov, "User", "stopped", lambda c: c["status"] == "False", "failing", 120)
+        assert cond["reason"] == "ReconcileError" and password not in cond["message"]
+    finally:
+        stack.start_service("keystone")
+    ready_status(osprov, "User", "stopped", generation=2, timeout_s=180)
+    after = login_record(user_id)
+    assert after.password_row == before.password_row and after.failed_auth_count == 0
+    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD) == 1  # the create only
+    assert ks.get_user(user_id).description == "changed while Keystone was down"
     assert authenticates(osprov.stack, user_id, password)
 
 
