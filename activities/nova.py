@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import kubernetes.client
 import openstack.connection
 import openstack.exceptions
 import requests
@@ -18,14 +19,18 @@ from keystoneauth1 import exceptions as ksa_exceptions
 from temporalio import activity
 
 from activities.cloud import openstack_errors, project_connection
-from activities.errors import UNKNOWN_OUTCOME, consistency, error
+from activities.errors import UNKNOWN_OUTCOME, conflict, consistency, error, not_found
+from activities.kube import api_client
 from api.nova_io import (
+    ATTACH_VOLUME,
     CREATE_SERVER,
     DELETE_SERVER,
+    DETACH_VOLUME,
     FIND_SERVER,
     GET_SERVER,
     REBUILD,
     SET_METADATA,
+    AttachResult,
     CreateServer,
     FindServer,
     Project,
@@ -34,7 +39,9 @@ from api.nova_io import (
     ServerLookup,
     ServerRead,
     SetMetadata,
+    VolumeAttachment,
 )
+from api.registry import kind_info
 
 log = structlog.get_logger("osprov.activities.nova")
 
@@ -183,4 +190,94 @@ def rebuild(req: Rebuild) -> None:
     log.info("rebuild accepted", server_id=req.server_id, image_id=req.image_id)
 
 
-ACTIVITIES: list[Any] = [find_server, get_server, create_server, delete_server, set_metadata, rebuild]
+# --- volume attachments (volumes.md "Server attachments": observe in Cinder, write through Nova) -------
+
+
+def _volume_resource_uid(namespace: str, name: str) -> str | None:
+    """UID of the Volume resource (its Cinder volume is named volume-{uid}); None when it does not exist."""
+    info = kind_info("Volume")
+    try:
+        obj: Any = kubernetes.client.CustomObjectsApi(api_client()).get_namespaced_custom_object(
+            info.group, info.version, namespace, info.plural, name
+        )
+    except kubernetes.client.exceptions.ApiException as err:
+        if err.status == 404:
+            return None
+        raise error("Transient", f"cannot read Volume {namespace}/{name} (HTTP {err.status})") from None
+    return str(obj["metadata"]["uid"])
+
+
+def _cinder_volume(conn: openstack.connection.Connection, req: VolumeAttachment) -> Any | None:
+    uid = _volume_resource_uid(req.namespace, req.volume)
+    if uid is None:
+        return None
+    name = f"volume-{uid}"
+    found = [v for v in conn.block_storage.volumes(details=True, name=name) if v.name == name]
+    if len(found) > 1:
+        raise consistency(f"{len(found)} Cinder volumes are named {name}; delete the extra ones")
+    return found[0] if found else None
+
+
+def _attachment_on(volume: Any, server_id: str | None = None) -> list[dict[str, Any]]:
+    rows = list(volume.attachments or [])
+    return [a for a in rows if server_id is None or a.get("server_id") == server_id]
+
+
+@activity.defn(name=ATTACH_VOLUME)
+def attach_volume(req: VolumeAttachment) -> AttachResult:
+    """Attach (no multi-attach): already attached here = success without a Nova call."""
+    action = f"attach Volume {req.volume} to server {req.server_id}"
+    with openstack_errors(action, service="Nova"):
+        conn = _conn(req.project)
+        volume = _cinder_volume(conn, req)
+        if volume is None:
+            raise not_found(f"{action}: the Volume has no Cinder volume (yet)")
+        mine = _attachment_on(volume, req.server_id)
+        if mine:
+            return AttachResult(device=mine[0].get("device"))
+        if _attachment_on(volume):
+            raise conflict(f"{action}: the volume is attached to another server (no multi-attach)")
+        body: dict[str, Any] = {"volumeId": volume.id}
+        if req.device:
+            body["device"] = req.device
+        path = f"/servers/{req.server_id}/os-volume_attachments"
+        resp = conn.compute.post(path, json={"volumeAttachment": body}, microversion=MICROVERSION)
+        if resp.status_code == 409:
+            # A concurrent attach of the same volume here counts as success; anything else is a conflict.
+            rows = _checked(conn.compute.get(path, microversion=MICROVERSION)).json()["volumeAttachments"]
+            match = [r for r in rows if r.get("volumeId") == volume.id]
+            if match:
+                return AttachResult(device=match[0].get("device"))
+            raise conflict(f"{action}: Nova reports a conflict")
+        return AttachResult(device=_checked(resp).json()["volumeAttachment"].get("device"))
+
+
+@activity.defn(name=DETACH_VOLUME)
+def detach_volume(req: VolumeAttachment) -> None:
+    """Detach: missing server, volume or attachment (or Nova 404) means detached already holds."""
+    action = f"detach Volume {req.volume} from server {req.server_id}"
+    with openstack_errors(action, service="Nova"):
+        conn = _conn(req.project)
+        volume = _cinder_volume(conn, req)
+        if volume is None or not _attachment_on(volume, req.server_id):
+            return
+        resp = conn.compute.delete(
+            f"/servers/{req.server_id}/os-volume_attachments/{volume.id}", microversion=MICROVERSION
+        )
+        if resp.status_code == 404:
+            return
+        if resp.status_code == 409:
+            raise conflict(f"{action}: Nova reports a conflict")
+        _checked(resp)
+
+
+ACTIVITIES: list[Any] = [
+    find_server,
+    get_server,
+    create_server,
+    delete_server,
+    set_metadata,
+    rebuild,
+    attach_volume,
+    detach_volume,
+]

@@ -91,3 +91,25 @@ class ServerLookup(_Model):
     """Result of a read by ID: server None = Nova no longer has it (404)."""
 
     server: ServerRead | None = None
+
+
+ATTACH_VOLUME = "nova.attach_volume"
+DETACH_VOLUME = "nova.detach_volume"
+
+
+class VolumeAttachment(_Model):
+    """One spec.volumes entry: the Volume resource (by name, in the Server's namespace) and this server.
+
+    The activity reads the Volume resource's UID and finds its Cinder volume by the deterministic name
+    volume-{uid}; only the guest device crosses back (Nova/Cinder IDs stay inside the activity).
+    """
+
+    project: Project
+    server_id: str
+    namespace: str
+    volume: str  # name of the Volume resource
+    device: str | None = None  # requested guest device (attach only)
+
+
+class AttachResult(_Model):
+    device: str | None = None

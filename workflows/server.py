@@ -157,6 +157,7 @@ class ServerWorkflow(Entity):
             "phase": x.get("phase"),
             "launchedAt": x.get("launchedAt"),
             "macAddress": x.get("macAddress"),
+            "volumes": x.get("volumes"),
         }
         fields = {k: v for k, v in fields.items() if v is not None}
         # Status is merge-patched: a cleared marker must be sent as null to be removed.
@@ -294,6 +295,10 @@ class ServerWorkflow(Entity):
         if act is Action.DONE:
             self.st.extra["waits"] = 0
             ok = obs.status not in ("ERROR",)
+            if ok and (spec.volumes or self.st.extra.get("attached")):
+                problems = await self.reconcile_volumes(spec, project)
+                if problems:
+                    return self.provisioning("; ".join(problems), health)
             return Outcome(
                 conditions=[
                     available(
@@ -318,6 +323,47 @@ class ServerWorkflow(Entity):
         if act is Action.WAIT:
             return self.provisioning(decision.step, health, seconds=decision.recheck_seconds)
         return await self.submit(project, spec.image_id, health)
+
+    async def reconcile_volumes(self, spec: ServerSpec, project: io.Project) -> list[str]:
+        """Attach every spec.volumes entry, detach the ones removed; returns user-safe problems."""
+        server_id = self.st.ids["serverID"]
+        attached = set(self.st.extra.get("attached", []))
+        statuses: list[dict[str, Any]] = []
+        problems: list[str] = []
+        for vol in spec.volumes:
+            self.set_step(f"attaching Volume {vol.volume}")
+            req = io.VolumeAttachment(
+                project=project,
+                server_id=server_id,
+                namespace=self.st.ref.namespace,
+                volume=vol.volume,
+                device=vol.device,
+            )
+            try:
+                res = await call(
+                    io.ATTACH_VOLUME, req, io.AttachResult, summary=f"attach Volume {vol.volume}"
+                )
+            except ActivityError as err:
+                statuses.append({"name": vol.volume, "message": failure_message(err)})
+                problems.append(failure_message(err))
+                continue
+            attached.add(vol.volume)
+            statuses.append(
+                {"name": vol.volume, "device": res.device} if res.device else {"name": vol.volume}
+            )
+        for name in sorted(attached - {v.volume for v in spec.volumes}):
+            self.set_step(f"detaching Volume {name}")
+            req = io.VolumeAttachment(
+                project=project, server_id=server_id, namespace=self.st.ref.namespace, volume=name
+            )
+            try:
+                await call(io.DETACH_VOLUME, req, summary=f"detach Volume {name}")
+                attached.discard(name)
+            except ActivityError as err:
+                problems.append(failure_message(err))
+        self.st.extra["attached"] = sorted(attached)
+        self.st.extra["volumes"] = statuses
+        return problems
 
     async def submit(self, project: io.Project, image_id: str, health: ConditionState) -> Outcome:
         """P7e: the destructive call, sent once; every outcome but 2xx is decided by the next fresh read."""

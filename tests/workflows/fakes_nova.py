@@ -60,6 +60,8 @@ class FakeNova:
     submit_outcomes: list[SubmitOutcome] = field(default_factory=list)  # default: accept
     boot_on_create: bool = True  # created servers are ACTIVE (booted) at once
     vanish_on_delete: bool = True
+    # Volume resource name -> (server ID it is attached to, device); absent name = no such Volume.
+    volumes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add(self, name: str, image_id: str, *, booted: bool = True) -> FakeServer:
@@ -134,7 +136,37 @@ class FakeNova:
             if outcome.startswith("lost"):
                 raise errors.error(errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
 
-        return [find_server, get_server, create_server, delete_server, set_metadata, rebuild]
+        @activity.defn(name=io.ATTACH_VOLUME)
+        async def attach_volume(req: io.VolumeAttachment) -> io.AttachResult:
+            nova.calls.append(io.ATTACH_VOLUME)
+            if req.volume not in nova.volumes:
+                raise errors.not_found(f"attach Volume {req.volume}: the Volume has no Cinder volume (yet)")
+            server, device = nova.volumes[req.volume]
+            if server not in (None, req.server_id):
+                raise errors.conflict(
+                    f"attach Volume {req.volume}: attached to another server (no multi-attach)"
+                )
+            if server is None:
+                device = req.device or f"/dev/vd{chr(ord('b') + len(nova.volumes) - 1)}"
+                nova.volumes[req.volume] = (req.server_id, device)
+            return io.AttachResult(device=device)
+
+        @activity.defn(name=io.DETACH_VOLUME)
+        async def detach_volume(req: io.VolumeAttachment) -> None:
+            nova.calls.append(io.DETACH_VOLUME)
+            if nova.volumes.get(req.volume, (None, None))[0] == req.server_id:
+                nova.volumes[req.volume] = (None, None)
+
+        return [
+            find_server,
+            get_server,
+            create_server,
+            delete_server,
+            set_metadata,
+            rebuild,
+            attach_volume,
+            detach_volume,
+        ]
 
 
 async def replay_scenario(h: Any, kind: str) -> str:

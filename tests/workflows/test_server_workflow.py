@@ -234,3 +234,17 @@ async def test_delete_waits_until_the_server_is_gone(h: ServerHarness) -> None:
     assert h.cloud.finalizers.count("nova.osh.openstack.org/finalizer") == 1  # still held
     h.nova.servers.clear()
     assert await wf.result() == "deleted"
+
+
+async def test_volumes_attach_report_device_and_detach_when_removed(h: ServerHarness) -> None:
+    h.nova.volumes = {"data": (None, None), "taken": ("srv-other", "/dev/vdb")}
+    vols = [{"volume": "data", "device": "/dev/vdc"}, {"volume": "taken"}]
+    wf = await h.apply("Server", spec(volumes=vols))
+    await h.until(lambda: len(h.status().get("volumes") or []) == 2, "attachment status")
+    by_name = {v["name"]: v for v in h.status()["volumes"]}
+    assert by_name["data"] == {"name": "data", "device": "/dev/vdc"}
+    assert "no multi-attach" in by_name["taken"]["message"]
+    assert h.condition()["status"] == "False" and h.nova.volumes["taken"][0] == "srv-other"
+    await h.signal(wf, 2, spec())  # both removed from the spec
+    await h.until(lambda: h.condition().get("status") == "True", "available without volumes")
+    assert h.nova.volumes["data"] == (None, None) and h.status()["volumes"] == []
