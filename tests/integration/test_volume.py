@@ -96,6 +96,19 @@ def cinder_named(admin: openstack.connection.Connection, name: str) -> list[Any]
     return [v for v in admin.block_storage.volumes(all_projects=True, name=name) if v.name == name]
 
 
+def provisioned(
+    osprov: Osprov, name: str, timeout_s: float = 60, generation: int | None = None
+) -> dict[str, Any]:
+    """Wait for Available=True, then read the resource afresh (wait_ready may return an older copy than
+    the one it judged ready) and check it is Provisioned with its volume ID."""
+    osprov.wait_ready("Volume", name, ctype=AVAILABLE, timeout_s=timeout_s, generation=generation)
+    obj = osprov.get("Volume", name)
+    assert obj is not None and "volumeID" in obj["status"]
+    cond = osprov.condition("Volume", name, AVAILABLE)
+    assert cond is not None and cond["reason"] == "Provisioned"
+    return obj
+
+
 def uid_of(osprov: Osprov, name: str) -> str:
     return str((osprov.get("Volume", name) or {})["metadata"]["uid"])
 
@@ -105,7 +118,7 @@ def test_create_is_available_with_status_then_delete_removes_it(
 ) -> None:
     # A tag named like a linkage key must not override it.
     osprov.apply("Volume", "data", spec(project, tags={"uid": "spoofed", "team": "storage"}))
-    obj = osprov.wait_ready("Volume", "data", ctype=AVAILABLE)
+    obj = provisioned(osprov, "data")
     uid = obj["metadata"]["uid"]
     [vol] = cinder_named(admin, volume_name(uid))
     assert vol.status == "available" and vol.size == 1
@@ -122,7 +135,7 @@ def test_create_is_available_with_status_then_delete_removes_it(
     # Tags are mutable: a change is written to Cinder, a dropped tag removed, foreign metadata kept.
     admin.block_storage.set_volume_metadata(vol.id, **{"set-by-hand": "yes"})
     osprov.apply("Volume", "data", spec(project, tags={"team": "platform", "uid": None}))  # merge patch
-    osprov.wait_ready("Volume", "data", ctype=AVAILABLE, generation=2)
+    provisioned(osprov, "data", generation=2)
     meta = admin.block_storage.get_volume(vol.id).metadata
     assert meta["osprov.tag.team"] == "platform" and "osprov.tag.uid" not in meta
     assert meta["set-by-hand"] == "yes" and meta["osprov.uid"] == uid
@@ -137,7 +150,7 @@ def test_volume_class_becomes_the_cinder_volume_type(
 ) -> None:
     vtype = admin.block_storage.find_type(VOLUME_TYPE, ignore_missing=False)
     osprov.apply("Volume", "typed", spec(project, volumeClassID=vtype.id, size=2))
-    obj = osprov.wait_ready("Volume", "typed", ctype=AVAILABLE)
+    obj = provisioned(osprov, "typed")
     vol = admin.block_storage.get_volume(obj["status"]["volumeID"])
     assert vol.volume_type == VOLUME_TYPE and vol.size == 2
 
@@ -162,7 +175,7 @@ def test_worker_killed_after_create_accepted_adopts_instead_of_duplicating(
     assert in_window, "the kill landed after every accepted create had its status written"
     osprov.worker.start()
     for name in names:
-        obj = osprov.wait_ready("Volume", name, ctype=AVAILABLE, timeout_s=150)
+        obj = provisioned(osprov, name, timeout_s=150)
         found = cinder_named(admin, volume_name(uids[name]))
         assert [v.id for v in found] == [obj["status"]["volumeID"]], f"{name}: {len(found)} volumes in Cinder"
 
@@ -177,7 +190,7 @@ def test_volume_whose_name_only_starts_with_ours_is_not_adopted(
     scoped = admin.connect_as_project({"name": project, "domain_id": "default"})
     lookalike = scoped.block_storage.create_volume(name=f"{volume_name(uid)}-copy", size=1)
     osprov.bridge.start()
-    obj = osprov.wait_ready("Volume", "lookalike", ctype=AVAILABLE, timeout_s=90)
+    obj = provisioned(osprov, "lookalike", timeout_s=90)
     assert obj["status"]["volumeID"] != lookalike.id
     assert [v.id for v in cinder_named(admin, volume_name(uid))] == [obj["status"]["volumeID"]]
     assert admin.block_storage.get_volume(lookalike.id).name == f"{volume_name(uid)}-copy"
@@ -187,7 +200,7 @@ def test_cinder_error_state_is_errored_with_only_the_user_safe_message(
     osprov: Osprov, admin: openstack.connection.Connection, project: str
 ) -> None:
     osprov.apply("Volume", "broken", spec(project))
-    obj = osprov.wait_ready("Volume", "broken", ctype=AVAILABLE)
+    obj = provisioned(osprov, "broken")
     volume_id = obj["status"]["volumeID"]
     cinder_reset_status(admin, volume_id, "error")  # behind osprov's back: seen at the next resync
 
@@ -232,7 +245,7 @@ def test_project_declared_later_with_identity_kinds_unblocks_the_volume(
             "project": {"name": late, "domain": "Default"},
         },
     )
-    obj = osprov.wait_ready("Volume", "waits", ctype=AVAILABLE, timeout_s=120)
+    obj = provisioned(osprov, "waits", timeout_s=120)
     [vol] = cinder_named(admin, volume_name(obj["metadata"]["uid"]))
     assert identity(admin).get_project(vol.project_id).name == late
     osprov.delete("Volume", "waits")
@@ -260,7 +273,7 @@ def test_project_without_a_grant_for_the_controller_says_what_to_grant(
     cond = wait_for(refused, "the missing grant reported", 60)
     assert cond is not None and cond["status"] == "False" and cond["reason"] == "Provisioning"
     grant_member(admin, proj.id)  # retried with backoff: no change to the resource needed
-    obj = osprov.wait_ready("Volume", "nogrant", ctype=AVAILABLE, timeout_s=90)
+    obj = provisioned(osprov, "nogrant", timeout_s=90)
     assert obj["metadata"]["generation"] == 1
     osprov.delete("Volume", "nogrant")
     wait_for(lambda: osprov.get("Volume", "nogrant") is None, "the Volume resource is gone", 60)
