@@ -21,8 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "openstack"
 DEMO_REGION = "DemoRegion"
 # The seed's Cinder example first (11 resources), then the other charts' identity objects.
-EXAMPLES = ["examples/identity/cinder.yaml", "examples/identity/glance.yaml", "examples/identity/placement.yaml",
-            "examples/identity/nova.yaml", "examples/identity/neutron.yaml", "examples/identity/heat.yaml"]
+IDENTITY_EXAMPLES = ["examples/identity/cinder.yaml", "examples/identity/glance.yaml",
+                     "examples/identity/placement.yaml", "examples/identity/nova.yaml",
+                     "examples/identity/neutron.yaml", "examples/identity/heat.yaml"]
+# Cloud kinds (full stack): a volume in a project declared with identity kinds. Kinds whose workflow this
+# build does not have are skipped.
+CLOUD_EXAMPLES = {"Volume": "examples/cinder/volume.yaml"}
 
 
 def kubectl(env: dict[str, str], *args: str, stdin: str | None = None, check: bool = True) -> str:
@@ -34,11 +38,20 @@ def kubectl(env: dict[str, str], *args: str, stdin: str | None = None, check: bo
 
 
 def not_ready(env: dict[str, str]) -> list[str]:
-    out = kubectl(env, "get", "keystone", "-n", NAMESPACE, "--no-headers",
+    """Every osprov resource whose Ready (identity) or Available (cloud) condition is not True yet."""
+    out = kubectl(env, "get", "osprov", "-n", NAMESPACE, "--no-headers",
                   "-o", "custom-columns=NAME:.metadata.name,KIND:.kind,"
-                  'READY:.status.conditions[?(@.type=="Ready")].status', check=False)
+                  'READY:.status.conditions[?(@.type=="Ready")].status,'
+                  'AVAILABLE:.status.conditions[?(@.type=="Available")].status', check=False)
     rows = [line.split() for line in out.splitlines() if line.strip()]
-    return [f"{r[1]}/{r[0]}" for r in rows if len(r) < 3 or r[2] != "True"]
+    return [f"{r[1]}/{r[0]}" for r in rows if "True" not in r[2:]]
+
+
+def examples(full: bool) -> list[str]:
+    from workflows.all import BY_KIND
+
+    cloud = [path for kind, path in CLOUD_EXAMPLES.items() if kind in BY_KIND] if full else []
+    return IDENTITY_EXAMPLES + cloud
 
 
 def _interrupt(*_: object) -> None:
@@ -48,12 +61,14 @@ def _interrupt(*_: object) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="osprov demo")
     parser.add_argument("--no-wait", action="store_true", help="exit once everything is Ready")
+    parser.add_argument("--identity-only", action="store_true",
+                        help="the fast path: Keystone only (no Nova/Cinder/Neutron/Octavia), identity examples only")
     args = parser.parse_args(argv)
     from devenv.openstack.install import install
 
     install()
     was_up = stack.env_file().exists() and all(r.running for r in stack.status() if r.name in ("keystone", "kube"))
-    stack.up(only_identity=True)
+    stack.up(only_identity=args.identity_only)
     # Payloads encrypted with the key the stack's codec server holds: raw histories show nothing, the
     # Web UI shows everything (it decodes through the codec server).
     env = dict(os.environ) | stack.load_env() | stack.codec_env() | {
@@ -66,8 +81,9 @@ def main(argv: list[str]) -> int:
         procs.append(subprocess.Popen([sys.executable, "-m", name], env=env, stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True, cwd=REPO))
     try:
+        kubectl(env, "apply", "-f", "deploy/crds/")  # current CRDs, also into an emulator started earlier
         kubectl(env, "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n")
-        for example in EXAMPLES:
+        for example in examples(full=not args.identity_only):
             # The examples are the charts' real catalog entries (cinderv3 in RegionOne, …). The local cloud
             # serves its own catalog from RegionOne, so the demo publishes them into a region of its own
             # instead of re-pointing the local cloud's endpoints at cluster URLs that do not resolve here.
@@ -76,13 +92,13 @@ def main(argv: list[str]) -> int:
         print(f"\nTemporal Web UI: {env['OSPROV_TEMPORAL_UI_URL']}/namespaces/{env['OSPROV_TEMPORAL_NAMESPACE']}"
               "/workflows   (one workflow per resource)")
         print(f"kubectl: export KUBECONFIG={env['KUBECONFIG']}; kubectl get keystone -n {NAMESPACE}\n")
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         while (pending := not_ready(env)) and time.monotonic() < deadline:
             print(f"waiting for {len(pending)} resources: {', '.join(pending[:6])}{' …' if len(pending) > 6 else ''}")
             time.sleep(3)
-        print(kubectl(env, "get", "keystone", "-n", NAMESPACE))
+        print(kubectl(env, "get", "osprov", "-n", NAMESPACE))
         if pending:
-            print(f"not Ready after 5 minutes: {', '.join(pending)} — see {logs}/demo-worker.log", file=sys.stderr)
+            print(f"not Ready after 10 minutes: {', '.join(pending)} — see {logs}/demo-worker.log", file=sys.stderr)
             return 1
         print("every resource is Ready. Ctrl-C stops the demo." if not args.no_wait else "every resource is Ready.")
         if not args.no_wait:
