@@ -223,17 +223,23 @@ class LoadBalancerWorkflow(Entity):
             if outcome is not None:
                 return outcome
 
-        # P8: prune one orphan monitor or pool per pass until nothing is orphaned.
+        # P8: prune one orphan monitor or pool per pass until nothing is orphaned. A monitor on an orphan
+        # pool is left to the pool's delete, which Octavia cascades to it (one locked step instead of two).
         want_monitors = {io.monitor_name(uid, ls.name) for ls in spec.listeners if ls.health_check}
         want_pools = {io.pool_name(uid, ls.name) for ls in spec.listeners}
-        for kind, objs, keep, suffix in (
-            ("healthmonitor", monitors, want_monitors, "-monitor"),
-            ("pool", pools, want_pools, "-pool"),
-        ):
-            stale = next((o for o in objs if o.name.endswith(suffix) and o.name not in keep), None)
-            if stale is not None:
-                await self._delete_object(scope, kind, stale.id, stale.name)  # type: ignore[arg-type]
-                return self._wait(f"P8 pruned {stale.name}; waiting for ACTIVE", mutated=True)
+        stale_pools = [p for p in pools if p.name.endswith("-pool") and p.name not in want_pools]
+        doomed = {p.id for p in stale_pools}
+        stale_monitors = [
+            m
+            for m in monitors
+            if m.name.endswith("-monitor") and m.name not in want_monitors and m.pool_id not in doomed
+        ]
+        candidates: list[io.MonitorView | io.PoolView] = [*stale_monitors, *stale_pools]
+        stale = candidates[0] if candidates else None
+        if stale is not None:
+            kind: io.ObjectKind = "healthmonitor" if isinstance(stale, io.MonitorView) else "pool"
+            await self._delete_object(scope, kind, stale.id, stale.name)
+            return self._wait(f"P8 pruned {stale.name}; waiting for ACTIVE", mutated=True)
 
         self.st.extra["waits"] = 0
         public = f", public IP {self.st.ids['publicIP']}" if self.st.ids.get("publicIP") else ""
