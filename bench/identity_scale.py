@@ -56,7 +56,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
             120,
         )
         requests0, cpu0 = proxy.connections_seen, worker_cpu(osprov)
-        temporal0, keystone0 = service_cpu("temporal"), service_cpu("keystone")
+        temporal0 = service_cpu("temporal")
         start = time.monotonic()
         for i in range(count):
             kind = KINDS[i % 2]
@@ -65,7 +65,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
         wait(lambda: ready_count(osprov) >= count, f"{count} resources Ready", 3600, interval_s=2)
         elapsed = time.monotonic() - start
         cpu = worker_cpu(osprov) - cpu0
-        temporal, keystone = service_cpu("temporal") - temporal0, service_cpu("keystone") - keystone0
+        temporal = service_cpu("temporal") - temporal0
         requests = proxy.connections_seen - requests0
         workflows, events, _ = history_stats(env, osprov.namespace, set())
         print(
@@ -73,7 +73,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
             f"{count / elapsed:.1f} resources/s; Keystone requests per resource {requests / count:.1f}; "
             f"history events per workflow {events / workflows:.1f}; worker CPU {cpu:.0f} s "
             f"({100 * cpu / elapsed:.0f}% of one core, {1000 * cpu / count:.0f} ms per resource); "
-            f"Temporal dev server CPU {temporal:.0f} s; Keystone uwsgi (group leader) CPU {keystone:.0f} s"
+            f"Temporal dev server CPU {temporal:.0f} s"
         )
 
 
