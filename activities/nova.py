@@ -212,7 +212,12 @@ def _cinder_volume(conn: openstack.connection.Connection, req: VolumeAttachment)
     if uid is None:
         return None
     name = f"volume-{uid}"
-    found = [v for v in conn.block_storage.volumes(details=True, name=name) if v.name == name]
+    try:
+        listed = list(conn.block_storage.volumes(details=True, name=name))
+    except openstack.exceptions.BadRequestException:
+        # Cinder lets the operator forbid the name filter to non-admins (resource_filters.json).
+        listed = list(conn.block_storage.volumes(details=True))
+    found = [v for v in listed if v.name == name]
     if len(found) > 1:
         raise consistency(f"{len(found)} Cinder volumes are named {name}; delete the extra ones")
     return found[0] if found else None
