@@ -134,14 +134,22 @@ def wait_hypervisor(secrets: Secrets, conf: str, timeout: float = 120) -> None:
     sess = admin_session(secrets)
     url = f"http://{HOST}:{PORTS.nova}/v2.1/os-hypervisors/detail"
 
+    services_url = f"http://{HOST}:{PORTS.nova}/v2.1/os-services?binary=nova-compute"
+    mapped = False
+
     def hypervisor_up() -> bool:
+        nonlocal mapped
         for proc in NOVA_PROCESSES:  # conductor/scheduler die on start errors: fail fast, with their log
             if not procs.is_running(proc):
                 raise procs.StackError(f"{proc} exited during start; log tail:\n{procs.log_tail(proc)}")
+        if not mapped:
+            # os-hypervisors lists a node only once its host is mapped to a cell, and the mapping needs the
+            # compute service registered first: map once the service shows up (not on every poll).
+            if not sess.get(services_url).json()["services"]:
+                return False
+            _manage(conf, "cell_v2", "discover_hosts")
+            mapped = True
         found = sess.get(url, headers={"OpenStack-API-Version": "compute 2.53"}).json()["hypervisors"]
         return any(h["state"] == "up" and h["status"] == "enabled" for h in found)
 
-    # The compute node is listed (from the cell DB) before it is mapped; map it once it exists
-    # instead of spawning nova-manage in the polling loop.
     procs.wait_until(hypervisor_up, timeout, "the fake hypervisor to be up", "nova-compute", interval=0.5)
-    _manage(conf, "cell_v2", "discover_hosts")
