@@ -119,10 +119,10 @@ class Osprov:
     def wait_ready(self, kind: str, name: str, timeout_s: float = 60, generation: int | None = None,
                    ctype: str = "Ready") -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
-            obj = self.get(kind, name) or {}
+            obj = self.get(kind, name) or {}  # one read: condition and fields from the same version
             st = obj.get("status") or {}
             gen = generation or (obj.get("metadata") or {}).get("generation")
-            c = self.condition(kind, name, ctype)
+            c = next((c for c in st.get("conditions") or [] if c.get("type") == ctype), None)
             return obj if c and c["status"] == "True" and st.get("observedGeneration") == gen else None
 
         return wait_for(ready, f"{kind} {name} {ctype}", timeout_s)
