@@ -205,6 +205,7 @@ async def test_P6_P8_removed_listener_is_pruned_with_its_pool_and_monitor(env: E
     names = {x.name for x in env.o.listeners.values()} | {x.name for x in env.o.pools.values()}
     names |= {x.name for x in env.o.monitors.values()}
     assert names == {env.name("http", k) for k in ("listener", "pool", "monitor")}
+    assert env.o.count(io.DELETE) == 2  # listener, then pool: its monitor went with the pool (P8)
     assert no_errors(env)
 
 
