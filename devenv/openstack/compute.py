@@ -127,7 +127,7 @@ def start_nova_compute(conf: str) -> None:
     )
 
 
-def wait_hypervisor(secrets: Secrets, conf: str, timeout: float = 120) -> None:
+def wait_hypervisor(secrets: Secrets, conf: str, timeout: float = 300) -> None:
     """Map the compute host into cell1 until Nova lists it as an enabled, up hypervisor."""
     from devenv.openstack.catalog import admin_session
 
