@@ -218,7 +218,7 @@ class ServerWorkflow(Entity):
             )
         if found:
             return found[0]
-        creates = int(self.st.extra.get("creates", 0))
+        creates = self.creates()
         if creates >= MAX_CREATE_ATTEMPTS:
             raise PassFailed(
                 f"the server failed before its first boot {creates} times; check the flavor, image and "
@@ -244,6 +244,14 @@ class ServerWorkflow(Entity):
             summary=f"create server {name}",
         )
 
+    def creates(self) -> int:
+        """Servers created for the current generation: a changed spec gets a fresh bound."""
+        generation = self.st.desired.generation if self.st.desired else 0
+        if self.st.extra.get("creates_generation") != generation:
+            self.st.extra["creates_generation"] = generation
+            self.st.extra["creates"] = 0
+        return int(self.st.extra.get("creates", 0))
+
     def apply_monitor(self, read: io.ServerRead, obs: Observation) -> ConditionState:
         """M1–M6 on the marker, the health mapping, and the write-once latches (observations only)."""
         marker, rule = monitor(self.marker, obs)
@@ -260,7 +268,7 @@ class ServerWorkflow(Entity):
 
     async def recreate_failed(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> Outcome:
         """A server in ERROR that never booted: delete it; the next passes recreate it (bounded)."""
-        if int(self.st.extra.get("creates", 0)) >= MAX_CREATE_ATTEMPTS:
+        if self.creates() >= MAX_CREATE_ATTEMPTS:
             raise PassFailed(
                 f"the server entered ERROR before its first boot {MAX_CREATE_ATTEMPTS} times; check the "
                 "flavor, image and networks, then change the spec to try again",
