@@ -66,7 +66,7 @@ class Env:
     def status(self) -> dict[str, Any]:
         return self.h.cloud.statuses[-1]
 
-    async def wait_reason(self, reason: str, generation: int = 1, deadline_s: float = 30.0) -> dict[str, Any]:
+    async def wait_reason(self, reason: str, generation: int = 1, deadline_s: float = 60.0) -> dict[str, Any]:
         """Wait (real-time deadline) while skipping the workflow's durable timers in server time."""
 
         async def reached() -> bool:
