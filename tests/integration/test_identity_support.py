@@ -178,10 +178,11 @@ def wait_new_id(osprov: Osprov, kind: str, name: str, field: str, old: str, time
 def ready_status(
     osprov: Osprov, kind: str, name: str, timeout_s: float = 60, generation: int | None = None
 ) -> dict[str, Any]:
-    """The status once Ready, read again afterwards: Osprov.wait_ready returns the object of its first GET
-    but judges Ready on a second one, so its status can be an older (not yet Ready) one."""
-    osprov.wait_ready(kind, name, timeout_s=timeout_s, generation=generation)
-    return status_of(osprov, kind, name)
+    """The status of the resource once Ready at `generation` (default: its current one)."""
+    status: dict[str, Any] = osprov.wait_ready(kind, name, timeout_s=timeout_s, generation=generation)[
+        "status"
+    ]
+    return status
 
 
 def identity_client(stack: StackEnv) -> Iterator[Identity]:
