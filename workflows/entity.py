@@ -193,7 +193,8 @@ class Entity:
         timeout = max((min(due) - workflow.now()).total_seconds(), 0.0) if due else None
         if self._wake or (timeout is not None and timeout <= 0):
             return
-        self.set_step(self.st.step if self.st.last_error else "idle: waiting for a change or the resync")
+        if self.st.last_error is None and self.st.retry_at is None:
+            self.set_step("idle: waiting for a change or the resync")  # else keep what it waits on
         try:
             await workflow.wait_condition(lambda: self._wake, timeout=timeout)
         except TimeoutError:
@@ -212,6 +213,10 @@ class Entity:
         if change is None:
             return None
         retry_due, resync_due = self._timers_due()
+        if resync_due:
+            # Consumed now, whatever the pass's outcome: an overdue resync must not re-fire on every
+            # loop while the resource keeps failing (the retry timer paces those passes).
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
         self.st.passes += 1
         self._run_passes += 1
         try:

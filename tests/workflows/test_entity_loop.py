@@ -178,3 +178,17 @@ async def test_transient_failure_retries_with_backoff(h: Harness) -> None:
     await h.env.sleep(6)
     await eventually(lambda: h.last_ready()["status"] == "True", "recovered on the retry timer")
     assert len(h.cloud.of("role")) == 1
+
+
+async def test_overdue_resync_does_not_spin_while_failing(h: Harness) -> None:
+    config = CONFIG.model_copy(update={"resync_seconds": 60, "backoff_max_seconds": 30})
+    wf = await h.apply("Domain", {"name": "d"}, config=config)
+    await eventually(lambda: bool(h.cloud.statuses), "created")
+    h.cloud.fail_next[io.FIND] = "Conflict"
+    h.cloud.objects.clear()
+    await h.env.sleep(61)  # the resync runs into the injected failure, then keeps failing on Keystone's side
+    await eventually(lambda: h.last_ready()["status"] == "False", "failure reported")
+    passes = (await h.state(wf)).passes
+    await h.env.sleep(300)
+    # Paced by the retry timer (backoff capped at 30 s) and one resync a minute: about 10 + 5 passes.
+    assert (await h.state(wf)).passes - passes <= 20
