@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from devenv import stack
 
@@ -26,7 +27,8 @@ IDENTITY_EXAMPLES = ["examples/identity/cinder.yaml", "examples/identity/glance.
                      "examples/identity/neutron.yaml", "examples/identity/heat.yaml"]
 # Cloud kinds (full stack): a volume in a project declared with identity kinds. Kinds whose workflow this
 # build does not have are skipped.
-CLOUD_EXAMPLES = {"Volume": "examples/cinder/volume.yaml"}
+CLOUD_EXAMPLES = {"Volume": "examples/cinder/volume.yaml", "LoadBalancer": "examples/octavia/loadbalancer.yaml",
+                  "Server": "examples/nova/server.yaml"}
 
 
 def kubectl(env: dict[str, str], *args: str, stdin: str | None = None, check: bool = True) -> str:
@@ -35,6 +37,45 @@ def kubectl(env: dict[str, str], *args: str, stdin: str | None = None, check: bo
     if check and proc.returncode != 0:
         raise SystemExit(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def cloud_ids(env: dict[str, str]) -> dict[str, str]:
+    """IDs the cloud examples leave as ${…} placeholders, looked up in the local cloud."""
+    import openstack
+    import openstack.config
+
+    loader = openstack.config.OpenStackConfig(config_files=[env["OS_CLIENT_CONFIG_FILE"]], load_envvars=False)
+    conn = openstack.connection.Connection(config=loader.get_one(cloud=env["OS_CLOUD"]))
+    try:
+        return {
+            "OSPROV_FLAVOR": "m1.tiny",
+            "OSPROV_IMAGE_ID": conn.image.find_image("osprov-image-a", ignore_missing=False).id,
+            "OSPROV_REBUILD_IMAGE_ID": conn.image.find_image("osprov-image-b", ignore_missing=False).id,
+            "OSPROV_VIP_NETWORK_ID": conn.network.find_network("osprov-vip-net", ignore_missing=False).id,
+            "OSPROV_VIP_SUBNET_ID": conn.network.find_subnet("osprov-vip-subnet", ignore_missing=False).id,
+        }
+    finally:
+        conn.close()
+
+
+def render(example: str, ids: dict[str, str]) -> str:
+    text = (REPO / example).read_text().replace("region: RegionOne", f"region: {DEMO_REGION}")
+    # The local Neutron has no agent to bind ports, so the demo server boots without a NIC.
+    text = text.replace("  networks:\n    - networkID: ${OSPROV_NETWORK_ID}\n", "")
+    for key, value in ids.items():
+        text = text.replace("${" + key + "}", value)
+    return text
+
+
+def rebuild_settled(env: dict[str, str], image: str) -> bool:
+    out = kubectl(env, "get", "servers.nova.osh.openstack.org", "demo-server", "-n", NAMESPACE, "-o", "json")
+    import json
+
+    obj = json.loads(out)
+    st = obj.get("status") or {}
+    avail: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Available"), {})
+    return (obj["spec"]["imageID"] == image and st.get("observedGeneration") == obj["metadata"]["generation"]
+            and not st.get("rebuild") and avail.get("status") == "True")
 
 
 def not_ready(env: dict[str, str]) -> list[str]:
@@ -83,12 +124,12 @@ def main(argv: list[str]) -> int:
     try:
         kubectl(env, "apply", "-f", "deploy/crds/")  # current CRDs, also into an emulator started earlier
         kubectl(env, "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n")
+        ids = cloud_ids(env) if not args.identity_only else {}
         for example in examples(full=not args.identity_only):
             # The examples are the charts' real catalog entries (cinderv3 in RegionOne, …). The local cloud
             # serves its own catalog from RegionOne, so the demo publishes them into a region of its own
             # instead of re-pointing the local cloud's endpoints at cluster URLs that do not resolve here.
-            manifest = (REPO / example).read_text().replace("region: RegionOne", f"region: {DEMO_REGION}")
-            print(kubectl(env, "apply", "-n", NAMESPACE, "-f", "-", stdin=manifest), end="")
+            print(kubectl(env, "apply", "-n", NAMESPACE, "-f", "-", stdin=render(example, ids)), end="")
         print(f"\nTemporal Web UI: {env['OSPROV_TEMPORAL_UI_URL']}/namespaces/{env['OSPROV_TEMPORAL_NAMESPACE']}"
               "/workflows   (one workflow per resource)")
         print(f"kubectl: export KUBECONFIG={env['KUBECONFIG']}; kubectl get keystone -n {NAMESPACE}\n")
@@ -100,7 +141,24 @@ def main(argv: list[str]) -> int:
         if pending:
             print(f"not Ready after 10 minutes: {', '.join(pending)} — see {logs}/demo-worker.log", file=sys.stderr)
             return 1
-        print("every resource is Ready. Ctrl-C stops the demo." if not args.no_wait else "every resource is Ready.")
+        print("every resource is Ready.")
+        if ids and any(e.endswith("server.yaml") for e in examples(full=True)):
+            image = ids["OSPROV_REBUILD_IMAGE_ID"]
+            if not rebuild_settled(env, image):
+                print(f"changing demo-server's image to osprov-image-b ({image}): Nova rebuilds it in place")
+                kubectl(env, "patch", "servers.nova.osh.openstack.org", "demo-server", "-n", NAMESPACE,
+                        "--type=merge", "-p", f'{{"spec":{{"imageID":"{image}"}}}}')
+                deadline = time.monotonic() + 300
+                while not rebuild_settled(env, image) and time.monotonic() < deadline:
+                    time.sleep(2)
+            print(kubectl(env, "get", "servers.nova.osh.openstack.org", "-n", NAMESPACE, "-o", "wide"))
+            if not rebuild_settled(env, image):
+                print("the rebuild did not settle in 5 minutes — see the Server's workflow in the Web UI",
+                      file=sys.stderr)
+                return 1
+            print("rebuild settled: same server, new image.")
+        if not args.no_wait:
+            print("Ctrl-C stops the demo.")
         if not args.no_wait:
             signal.signal(signal.SIGTERM, _interrupt)
             signal.pause()
