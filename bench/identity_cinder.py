@@ -150,12 +150,13 @@ def main() -> None:
     ks = identity(env)
     tags: list[str] = []
     try:
-        with osprov_via_proxy(env, resync_seconds=600) as (osprov, proxy):
-            warm = suffix()
-            tags.append(warm)
-            osprov.apply("Domain", "warmup", {"name": f"warmup-{warm}"})
-            wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)
-            for i in range(args.repeat):
+        for i in range(args.repeat):
+            # A fresh namespace (worker, bridge, resources) per run, warmed up by one Domain first.
+            with osprov_via_proxy(env, resync_seconds=600) as (osprov, proxy):
+                warm = suffix()
+                tags.append(warm)
+                osprov.apply("Domain", "warmup", {"name": f"warmup-{warm}"})
+                wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)  # noqa: B023
                 tag = suffix()
                 tags.append(tag)
                 before = proxy.connections_seen
@@ -164,14 +165,14 @@ def main() -> None:
                 wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)  # noqa: B023
                 ours = time.monotonic() - start  # from the first apply
                 requests = proxy.connections_seen - before
-                cli_tag = suffix()
-                tags.append(cli_tag)
-                cli, processes = run_cli(env, cli_tag)
-                print(
-                    f"run {i + 1}: osprov {len(resources)} resources apply→all Ready {ours:.1f} s "
-                    f"({requests} Keystone requests); openstack CLI {processes} processes {cli:.1f} s; "
-                    f"CLI/osprov = {cli / ours:.1f}x"
-                )
+            cli_tag = suffix()
+            tags.append(cli_tag)
+            cli, processes = run_cli(env, cli_tag)
+            print(
+                f"run {i + 1}: osprov {len(resources)} resources apply→all Ready {ours:.1f} s "
+                f"({requests} Keystone requests); openstack CLI {processes} processes {cli:.1f} s; "
+                f"CLI/osprov = {cli / ours:.1f}x"
+            )
     finally:
         for tag in tags:
             cleanup_keystone(ks, tag)

@@ -72,9 +72,13 @@ def apply_example(osprov: Osprov, chart: str, tag: str) -> list[tuple[str, str]]
 
 
 def all_ready(osprov: Osprov, resources: list[tuple[str, str]]) -> bool:
+    """Every resource Ready for its current generation."""
     for kind, name in resources:
-        cond = osprov.condition(kind, name)
-        if not cond or cond["status"] != "True":
+        obj = osprov.get(kind, name) or {}
+        status = obj.get("status") or {}
+        cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        current = status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
+        if not cond or cond["status"] != "True" or not current:
             return False
     return True
 
