@@ -175,8 +175,26 @@ def up(only_identity: bool = False) -> None:
         _up(only_identity)
 
 
+RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")
+
+
+def reserve_ports() -> None:
+    """Keep the kernel from handing the stack's fixed ports to client sockets (best effort, root only).
+
+    The ports lie inside Linux's ephemeral range, so on a busy machine a service restarted mid-suite
+    could find its port taken by some outgoing connection ("Address already in use")."""
+    wanted = f"{min(PORTS.__dict__.values())}-{max(PORTS.__dict__.values())}"
+    try:
+        current = RESERVED_PORTS.read_text().strip()
+        if wanted not in current.split(","):
+            RESERVED_PORTS.write_text(",".join(filter(None, [current, wanted])))
+    except OSError:
+        pass  # not root, or no such sysctl in this sandbox: the ports are merely less protected
+
+
 def _up(only_identity: bool) -> None:
     started = time.monotonic()
+    reserve_ports()
     secrets = load_secrets()
     (state_dir() / "run").mkdir(parents=True, exist_ok=True)
     all_services = services()
