@@ -91,7 +91,7 @@ class ServerSpec(CloudSpec):
     networks: list[ServerNetwork] = Field(
         default_factory=list,
         max_length=16,
-        description="Networks to attach, in order; empty: Nova's automatic choice.",
+        description="Networks to attach, in order; empty: no network interface (Nova networks=none).",
     )
     keypair: str | None = Field(
         default=None, max_length=255, description="Nova keypair name; create-time only (kept on rebuild)."
