@@ -30,14 +30,15 @@ from bench.identity_common import (
 from devenv.openstack.infra import mysql_exec
 
 
-def failed_logins(domain_name: str) -> int:
-    """Sum of Keystone's failed-login counters over the users of a domain (name checked by the caller)."""
+def failed_logins(domain_name: str) -> tuple[int, int]:
+    """(users, sum of Keystone's failed-login counters) over the local users of a domain."""
     out = mysql_exec(
-        "SELECT IFNULL(SUM(IFNULL(lu.failed_auth_count, 0)), 0) FROM local_user lu JOIN project d "
+        "SELECT COUNT(*), IFNULL(SUM(IFNULL(lu.failed_auth_count, 0)), 0) FROM local_user lu JOIN project d "
         f"ON d.id = lu.domain_id WHERE d.is_domain = 1 AND d.name = '{domain_name}';",
         "keystone",
     )
-    return int(out.strip() or "0")
+    users, failed = out.strip().split("\t")
+    return int(users), int(failed)
 
 
 def main() -> None:
@@ -63,7 +64,7 @@ def main() -> None:
             requests = proxy.connections_seen - requests0
             workflows, events1, writes1 = history_stats(env, osprov.namespace, WRITE_ACTIVITIES)
             probes = history_stats(env, osprov.namespace, {"keystone.probe_password"})[2] - probes0
-            failed = failed_logins(f"service-{tag}")
+            users, failed = failed_logins(f"service-{tag}")
             ticks = elapsed / args.resync
             per = len(resources) * ticks
             print(
@@ -76,7 +77,8 @@ def main() -> None:
                 f"(total {writes1 - writes0})"
             )
             print(
-                f"  password probes (logins) in the window:  {probes}; failed logins (Keystone's count): {failed}"
+                f"  password probes (logins) in the window:  {probes}; failed logins (Keystone's count over "
+                f"{users} users): {failed}"
             )
             print(f"  history events per resource per tick:    {(events1 - events0) / per:.1f}")
             print(f"  worker CPU: {cpu:.1f} s over {elapsed:.0f} s ({100 * cpu / elapsed:.1f}% of one core)")
