@@ -6,6 +6,7 @@ other's resources. Processes are their own process group; kill() is a real SIGKI
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -21,6 +22,8 @@ import openstack
 import openstack.config
 import openstack.connection
 from kubernetes.client.exceptions import ApiException
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from devenv.testing import StackEnv
 from tests.support.waiting import wait_for
@@ -168,3 +171,19 @@ def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
     finally:
         for p in o.procs:
             p.stop()
+        _terminate_workflows(stack, namespace)
+
+
+def _terminate_workflows(stack: StackEnv, namespace: str) -> None:
+    """No worker serves this namespace's task queue any more: end its workflows (they would only hold timers)."""
+
+    async def terminate() -> None:
+        client = await Client.connect(stack.temporal_address, namespace=stack.temporal_namespace)
+        query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
+        async for wf in client.list_workflows(query):
+            try:
+                await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test module finished")
+            except RPCError:
+                pass  # finished meanwhile
+
+    asyncio.run(terminate())
