@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -356,6 +356,10 @@ class Entity:
             self.st.status = status
         self._upsert_search_attributes(merged)
 
+    def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
+        """Kind-specific search attributes (upserted with the common ones, only when they change)."""
+        return []
+
     def status_fields(self) -> dict[str, Any]:
         """Kind-specific status fields (IDs); default: the registry's ID field from `ids`."""
         field = self.info.id_field
@@ -401,6 +405,7 @@ class Entity:
             SA_NAME.value_set(self.st.ref.name),
             SA_READY.value_set(ready.status),
             SA_REASON.value_set(ready.reason),
+            *self.search_attributes(),
         ]
         changed = [u for u in wanted if current.get(u.key) != u.value]
         if changed:

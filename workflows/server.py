@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -83,6 +83,9 @@ def healthy(status: str) -> ConditionState:
 
 def available(status: str, reason: AvailableReason, message: str) -> ConditionState:
     return ConditionState(type="Available", status=status, reason=reason, message=message)  # type: ignore[arg-type]
+
+
+SA_REBUILD = SearchAttributeKey.for_keyword("OsprovRebuild")
 
 
 @workflow.defn(name="Server")
@@ -151,6 +154,11 @@ class ServerWorkflow(Entity):
         elif not step.startswith(("idle", "reconciling")):
             self.st.extra["step"] = step
         super().set_step(step)
+
+    def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
+        """OsprovRebuild = the marker's state, so `OsprovRebuild = 'Failed'` lists parked rebuilds."""
+        m = self.marker
+        return [SA_REBUILD.value_set(str(m.state.value)) if m else SA_REBUILD.value_unset()]
 
     def status_fields(self) -> dict[str, Any]:
         x = self.st.extra
