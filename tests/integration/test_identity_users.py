@@ -18,6 +18,7 @@ from openstack.identity.v3._proxy import Proxy as Identity
 
 from api import keystone_io as io
 from devenv import stack
+from devenv.config import PORTS
 from devenv.faults.proxy import Fault, FaultProxy
 from devenv.testing import StackEnv, _live_other_users
 from tests.integration.test_identity_support import (
@@ -46,7 +47,7 @@ PASSWORDS = Passwords()
 
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[FaultProxy]:
-    with FaultProxy("127.0.0.1", 35000) as p:
+    with FaultProxy("127.0.0.1", PORTS.keystone) as p:
         yield p
 
 

@@ -8,6 +8,7 @@ window and to hit it with faults.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,7 @@ import openstack.connection
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from temporalio.client import Client
 
 from api.registry import kind_info
 from devenv.faults.cloud_state import nova_instance_actions, nova_reset_state
@@ -237,6 +239,15 @@ def test_409_from_a_locked_server_waits_then_submits_once(
     assert rebuilds(admin, server_id) == 1
 
 
+def parked_workflows(osprov: Osprov) -> list[str]:
+    async def query() -> list[str]:
+        client = await Client.connect(osprov.stack.temporal_address, namespace=osprov.stack.temporal_namespace)
+        q = f"OsprovRebuild = 'Failed' AND OsprovNamespace = '{osprov.namespace}' AND ExecutionStatus = 'Running'"
+        return [wf.id.rsplit("/", 1)[0] async for wf in client.list_workflows(q)]
+
+    return asyncio.run(query())
+
+
 def test_error_during_rebuild_parks_and_a_new_image_rearms(
     osprov: Osprov,
     admin: openstack.connection.Connection,
@@ -257,6 +268,8 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
         )
     assert cond and cond["status"] == "False" and "rebuild failed" in cond["message"]
     assert marker(osprov, "errs") == {"targetImageID": b, "state": "Failed"}
+    # The operator's query for parked rebuilds (docs/operations.md) finds exactly this workflow.
+    wait_for(lambda: parked_workflows(osprov) == [f"Server/{osprov.namespace}/errs"], "parked rebuild listed", 30)
     # Nova's compute goes on with the interrupted rebuild and leaves a task_state behind; once it has
     # finished, an operator's reset to active clears it. The marker stays Failed: still parked.
     wait_for(lambda: compute_done(admin, server_id), "the interrupted rebuild's compute work ended", 60)
