@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
 
 CONTROLLER_USER = "admin"  # the user of the worker's clouds.yaml; a member (not admin) in the test project
 SLOW = 6.0  # seconds a slowed spawn (create or rebuild) takes
+ERROR_WINDOW = 40.0  # the slowed rebuild during which the test resets the server to ERROR
 
 
 @pytest.fixture(scope="module")
@@ -257,7 +258,9 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
 ) -> None:
     a, b = images
     server_id = create(osprov, "errs", server_spec(project, a, network))
-    with slow_spawn(SLOW):
+    # A long spawn keeps the reset ERROR visible for several of the workflow's re-reads (up to 10 s
+    # apart): with a short one the fake compute could finish and overwrite ERROR before any read.
+    with slow_spawn(ERROR_WINDOW):
         osprov.apply("Server", "errs", server_spec(project, b, network))
         wait_for(lambda: (marker(osprov, "errs") or {}).get("state") == "Rebuilding", "accepted", 60)
         nova_reset_state(admin, server_id, "error")
@@ -272,7 +275,7 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
     wait_for(lambda: parked_workflows(osprov) == [f"Server/{osprov.namespace}/errs"], "parked rebuild listed", 30)
     # Nova's compute goes on with the interrupted rebuild and leaves a task_state behind; once it has
     # finished, an operator's reset to active clears it. The marker stays Failed: still parked.
-    wait_for(lambda: compute_done(admin, server_id), "the interrupted rebuild's compute work ended", 60)
+    wait_for(lambda: compute_done(admin, server_id), "the interrupted rebuild's compute work ended", ERROR_WINDOW + 90)
     nova_reset_state(admin, server_id, "active")
     wait_for(lambda: not nova_server(admin, server_id)["OS-EXT-STS:task_state"], "task cleared", 30)
     assert (osprov.condition("Server", "errs", "Available") or {}).get("reason") == "Errored"
