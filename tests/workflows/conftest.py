@@ -22,7 +22,9 @@ def test_server_path() -> str:
     return found
 
 
-@pytest_asyncio.fixture(scope="session")
+# One test server per module: a module's leftover workflows (timers on task queues no worker polls any
+# more) can then never hold another module's virtual clock.
+@pytest_asyncio.fixture(scope="module")
 async def tenv() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=test_server_path()
