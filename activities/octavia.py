@@ -109,6 +109,11 @@ def _children(items: Any, prefix: str) -> list[Any]:
     return sorted((r for r in items if (r.name or "").startswith(prefix)), key=lambda r: r.id)
 
 
+def _adoptable(items: Any, name: str) -> Any | None:
+    """The exact-name match with the lowest ID (Octavia's name filter is fuzzy), or None."""
+    return min((r for r in items if r.name == name), key=lambda r: r.id, default=None)
+
+
 @activity.defn(name=io.LIST_LISTENERS)
 def list_listeners(req: io.ListChildren) -> list[io.ListenerView]:
     """Listeners of the load balancer whose names start with req.prefix."""
@@ -128,10 +133,9 @@ def create_listener(req: io.CreateListener) -> io.ListenerView:
     """Create-if-absent by exact name on this load balancer."""
     with openstack_errors(f"create listener {req.name}", service=SERVICE):
         proxy = _lb(req.scope)
-        items = proxy.listeners(loadbalancer_id=req.load_balancer_id, name=req.name)
-        existing = [r for r in items if r.name == req.name]
-        if existing:
-            return _listener_view(sorted(existing, key=lambda r: r.id)[0])
+        existing = _adoptable(proxy.listeners(loadbalancer_id=req.load_balancer_id, name=req.name), req.name)
+        if existing is not None:
+            return _listener_view(existing)
         created = proxy.create_listener(
             name=req.name,
             loadbalancer_id=req.load_balancer_id,
@@ -168,10 +172,9 @@ def create_pool(req: io.CreatePool) -> io.PoolView:
     """Create-if-absent by exact name on this load balancer."""
     with openstack_errors(f"create pool {req.name}", service=SERVICE):
         proxy = _lb(req.scope)
-        items = proxy.pools(loadbalancer_id=req.load_balancer_id, name=req.name)
-        existing = [r for r in items if r.name == req.name]
-        if existing:
-            return _pool_view(sorted(existing, key=lambda r: r.id)[0])
+        existing = _adoptable(proxy.pools(loadbalancer_id=req.load_balancer_id, name=req.name), req.name)
+        if existing is not None:
+            return _pool_view(existing)
         created = proxy.create_pool(
             name=req.name,
             loadbalancer_id=req.load_balancer_id,
@@ -230,9 +233,9 @@ def create_monitor(req: io.CreateMonitor) -> io.MonitorView:
     """Create-if-absent by exact name."""
     with openstack_errors(f"create health monitor {req.name}", service=SERVICE):
         proxy = _lb(req.scope)
-        existing = [r for r in proxy.health_monitors(name=req.name) if r.name == req.name]
-        if existing:
-            return _monitor_view(sorted(existing, key=lambda r: r.id)[0])
+        existing = _adoptable(proxy.health_monitors(name=req.name), req.name)
+        if existing is not None:
+            return _monitor_view(existing)
         created = proxy.create_health_monitor(
             name=req.name,
             pool_id=req.pool_id,
