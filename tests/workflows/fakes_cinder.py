@@ -7,11 +7,9 @@ Projects exist only when added (`projects`), as Keystone would tell the real act
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,20 +143,6 @@ class FakeCinder:
 
 class CinderHarness(Harness):
     cinder: FakeCinder
-
-    async def until(self, check: Callable[[], bool], what: str, virtual_s: int = 300) -> None:
-        """Advance workflow time a second at a time until `check` holds (deadline in virtual and real time)."""
-        end = time.monotonic() + 30
-        for _ in range(virtual_s):
-            if check():
-                return
-            await asyncio.sleep(0.02)  # let the worker run what is due before time moves again
-            if check():
-                return
-            await self.env.sleep(1)
-            if time.monotonic() > end:
-                break
-        raise AssertionError(f"timed out waiting for: {what}")
 
     def status(self) -> dict[str, Any]:
         return self.cloud.statuses[-1] if self.cloud.statuses else {}

@@ -43,7 +43,8 @@ class FakeOctavia:
 
     # ----- test controls ----------------------------------------------------------------------------
     def new_id(self, kind: str) -> str:
-        return f"{kind}-{next(self._ids)}"
+        # Octavia IDs are UUIDs; a "<kind>-<n>" ID could be a prefix of a resource's name ("lb-<uid>").
+        return f"{kind}-id-{next(self._ids):06d}"
 
     def force(self, obj_id: str, status: str) -> None:
         """Pin an object's provisioning status (ERROR, PENDING_UPDATE …) as the database fault does."""

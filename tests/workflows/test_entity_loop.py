@@ -8,7 +8,6 @@ from temporalio.client import WorkflowHandle
 
 from api import keystone_io as io
 from api.messages import (
-    SIGNAL_RESOURCE_CHANGED,
     ResourceChange,
 )
 from tests.workflows.harness import CONFIG, Harness, eventually
@@ -27,8 +26,8 @@ async def test_create_then_skip_unchanged_generation(h: Harness) -> None:
     # follows it, so once 2 is observed, the duplicate was processed before it.
     ref = (await h.state(wf)).ref
     spec = {"name": "service", "description": "d"}
-    await wf.signal(SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=1, spec=spec))
-    await wf.signal(SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=2, spec=spec))
+    await h.send(wf, ResourceChange(ref=ref, generation=1, spec=spec))
+    await h.send(wf, ResourceChange(ref=ref, generation=2, spec=spec))
     await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
     assert h.cloud.count(io.FIND) == finds + 1
     assert (await h.state(wf)).passes == 2
@@ -43,8 +42,8 @@ async def test_new_generation_patches_drift_and_keeps_id(h: Harness) -> None:
     await eventually(lambda: bool(h.cloud.statuses), "created")
     first_id = h.cloud.of("domain")[0].id
     ref = (await h.state(wf)).ref
-    await wf.signal(
-        SIGNAL_RESOURCE_CHANGED,
+    await h.send(
+        wf,
         ResourceChange(ref=ref, generation=2, spec={"name": "service", "description": "new"}),
     )
     await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
@@ -122,8 +121,8 @@ async def test_delete_policy_adds_finalizer_first_and_deletes_by_stored_id(h: Ha
     [svc] = h.cloud.of("service")
     other = h.cloud.add("service", name="svc", type="t")  # same name, not ours: must survive
     ref = (await h.state(wf)).ref
-    await wf.signal(
-        SIGNAL_RESOURCE_CHANGED,
+    await h.send(
+        wf,
         ResourceChange(
             ref=ref,
             generation=1,
@@ -142,9 +141,7 @@ async def test_retain_deletion_touches_nothing(h: Harness) -> None:
     wf = await h.apply("Domain", {"name": "keep"})
     await eventually(lambda: bool(h.cloud.statuses), "created")
     ref = (await h.state(wf)).ref
-    await wf.signal(
-        SIGNAL_RESOURCE_CHANGED, ResourceChange(ref=ref, generation=1, spec={"name": "keep"}, gone=True)
-    )
+    await h.send(wf, ResourceChange(ref=ref, generation=1, spec={"name": "keep"}, gone=True))
     assert await wf.result() == "deleted"
     assert h.cloud.count(io.DELETE) == 0 and len(h.cloud.of("domain")) == 1
 

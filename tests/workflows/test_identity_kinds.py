@@ -46,12 +46,13 @@ async def test_rotated_secret_reaches_the_user_without_a_user_change(h: Harness)
     await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
     [user] = h.cloud.of("user")
     h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "new"
-    await wf.signal(
-        SIGNAL_SECRET_CHANGED, SecretChanged(namespace="ns", name="cinder-pw", resource_version="2")
+    await h.send(
+        wf, SecretChanged(namespace="ns", name="cinder-pw", resource_version="2"), SIGNAL_SECRET_CHANGED
     )
-    await eventually(lambda: h.cloud.passwords[user.id] == "new", "rotated password written")
+    # The status is written after the password, in a later activity: wait on the status.
+    await eventually(lambda: "password updated" in h.last_ready()["message"], "rotation reported")
+    assert h.cloud.passwords[user.id] == "new"
     assert h.cloud.count(io.PROBE_PASSWORD) == 1  # probed once, 401, then written
-    assert "password updated" in h.last_ready()["message"]
 
 
 async def test_missing_secret_is_reported_before_any_keystone_write(h: Harness) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
@@ -34,22 +34,6 @@ def spec(image: str = OLD, **extra: Any) -> dict[str, Any]:
 
 class ServerHarness(Harness):
     nova: FakeNova
-
-    async def until(self, check: Callable[[], bool], what: str, virtual_s: int = 300) -> None:
-        """Advance workflow time a second at a time until `check` holds (deadline in virtual and real time).
-
-        The shared test server sometimes cannot skip time and sleeps for real, hence the real deadline."""
-        end = time.monotonic() + 90
-        for _ in range(virtual_s):
-            if check():
-                return
-            await asyncio.sleep(0.02)  # let the worker run what is due before time moves again
-            if check():
-                return
-            await self.env.sleep(1)
-            if time.monotonic() > end:
-                break
-        raise AssertionError(f"timed out waiting for: {what}")
 
     async def until_step(self, wf: WorkflowHandle[Any, Any], prefix: str) -> None:
         """The workflow's query shows the step (it may be mid-pass at the first look)."""
