@@ -121,8 +121,8 @@ def create_server(req: CreateServer) -> ServerRead:
             "name": req.name,
             "imageRef": req.image_id,
             "flavorRef": flavor.id,
-            # No networks listed: no NIC. ("auto" would need Neutron's auto-allocated topology, and
-            # a port needs a binding-capable Neutron; the local stack's API-only Neutron has neither.)
+            # No networks listed: no NIC, as the spec says ("auto" would depend on Neutron's
+            # auto-allocated topology, which a cloud may not offer: an operator lists networks).
             "networks": [{"uuid": n} for n in req.network_ids] if req.network_ids else "none",
             "metadata": req.metadata,
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sysconfig
 from pathlib import Path
 
 from devenv.config import HOST, PORTS, Secrets, state_dir, venv_bin, write_private
@@ -120,3 +121,28 @@ def wait_http(
     procs.wait_until(
         lambda: 0 < procs.http_status(url) < 500, timeout, f"{service} at {url}", process or service
     )
+
+
+def site_packages() -> Path:
+    """purelib of the OpenStack venv: <venv>/lib/pythonX.Y/site-packages."""
+    version = sysconfig.get_python_version()
+    return venv_bin("python").parent.parent / "lib" / f"python{version}" / "site-packages"
+
+
+def install_plugin(module: str, source: str, entry_points: str) -> None:
+    """Write a one-module plugin into the OpenStack venv with a minimal dist-info.
+
+    OpenStack services find drivers only through stevedore entry points, so the dist-info is what
+    makes `module` loadable by name (idempotent: files are rewritten only when they differ)."""
+    site = site_packages()
+    dist = site / f"{module}-1.0.dist-info"
+    files = {
+        site / f"{module}.py": source,
+        dist / "METADATA": f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n",
+        dist / "entry_points.txt": entry_points,
+        dist / "top_level.txt": f"{module}\n",
+    }
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)

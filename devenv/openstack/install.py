@@ -152,3 +152,7 @@ def install() -> None:
 
     octavia_vip.install()
     _step("Octavia network driver with real VIP ports", started)
+    from devenv.openstack import port_binding
+
+    port_binding.install()
+    _step("Neutron ML2 driver that binds ports without agents", started)

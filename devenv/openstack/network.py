@@ -1,10 +1,10 @@
-"""Neutron (API only: ML2 without mechanism drivers, no agents) and Octavia (amphora provider, noop drivers)."""
+"""Neutron (ML2, no agents: ports bind through port_binding) and Octavia (amphora provider, noop drivers)."""
 
 from __future__ import annotations
 
 from devenv import procs
 from devenv.config import HOST, PORTS, Secrets, venv_bin
-from devenv.openstack import octavia_vip
+from devenv.openstack import octavia_vip, port_binding
 from devenv.openstack.common import (
     authtoken,
     copy_paste_ini,
@@ -44,6 +44,7 @@ configure_mappers()
 
 
 def start_neutron(secrets: Secrets) -> None:
+    port_binding.install()
     paste = copy_paste_ini("neutron", "api-paste.ini")
     neutron_conf = write_ini(
         "neutron",
@@ -75,7 +76,7 @@ def start_neutron(secrets: Secrets) -> None:
             "ml2": {
                 "type_drivers": "flat,vxlan",
                 "tenant_network_types": "vxlan",
-                "mechanism_drivers": "",
+                "mechanism_drivers": port_binding.DRIVER_NAME,
                 "extension_drivers": "port_security",
             },
             "ml2_type_flat": {"flat_networks": "public"},

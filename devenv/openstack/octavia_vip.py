@@ -9,10 +9,8 @@ drivers only through stevedore entry points, so install() also writes a minimal 
 
 from __future__ import annotations
 
-import sysconfig
-from pathlib import Path
-
-from devenv.config import HOST, PORTS, venv_bin
+from devenv.config import HOST, PORTS
+from devenv.openstack.common import install_plugin, site_packages
 
 DRIVER_NAME = "osprov_vip_port_driver"
 MODULE = "osprov_octavia_vip"
@@ -78,27 +76,11 @@ class RealVipPortNoopNetworkDriver(NoopNetworkDriver):
         return super().deallocate_vip(vip)
 '''
 
-METADATA = "Metadata-Version: 2.1\nName: osprov-octavia-vip\nVersion: 1.0\n"
 ENTRY_POINTS = f"[octavia.network.drivers]\n{DRIVER_NAME} = {MODULE}:RealVipPortNoopNetworkDriver\n"
 
 
-def _site_packages() -> Path:
-    version = sysconfig.get_python_version()
-    return venv_bin("python").parent.parent / "lib" / f"python{version}" / "site-packages"
-
-
 def install() -> None:
-    site = _site_packages()
-    if not (site / "octavia").is_dir():
-        raise RuntimeError(f"octavia is not installed in the OpenStack venv ({site})")
+    if not (site_packages() / "octavia").is_dir():
+        raise RuntimeError(f"octavia is not installed in the OpenStack venv ({site_packages()})")
     source = DRIVER_TEMPLATE.replace("{neutron_url}", f"http://{HOST}:{PORTS.neutron}")
-    files = {
-        site / f"{MODULE}.py": source,
-        site / "osprov_octavia_vip-1.0.dist-info" / "METADATA": METADATA,
-        site / "osprov_octavia_vip-1.0.dist-info" / "entry_points.txt": ENTRY_POINTS,
-        site / "osprov_octavia_vip-1.0.dist-info" / "top_level.txt": f"{MODULE}\n",
-    }
-    for path, text in files.items():
-        if not path.exists() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+    install_plugin(MODULE, source, ENTRY_POINTS)

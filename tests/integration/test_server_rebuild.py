@@ -60,8 +60,25 @@ def images(admin: openstack.connection.Connection) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def network() -> None:
-    return None  # see server_spec
+def network(admin: openstack.connection.Connection, project: str) -> Iterator[str]:
+    """A project network: the stack's Neutron binds ports (devenv/openstack/port_binding.py)."""
+    ident: Any = admin.identity
+    project_id = ident.find_project(project, domain_id="default", ignore_missing=False).id
+    net = admin.network.create_network(name=f"{project}-net", project_id=project_id)
+    admin.network.create_subnet(
+        network_id=net.id, project_id=project_id, ip_version=4, cidr="10.78.0.0/24", name=f"{project}-sub"
+    )
+    yield str(net.id)
+    for server in admin.compute.servers(all_projects=True, project_id=project_id):
+        admin.compute.delete_server(server.id, ignore_missing=True)
+    wait_for(
+        lambda: (
+            not [p for p in admin.network.ports(network_id=net.id) if p.device_owner.startswith("compute:")]
+        ),
+        "the project's servers released their ports",
+        120,
+    )
+    admin.network.delete_network(net.id, ignore_missing=True)
 
 
 def ensure_crd(stack: StackEnv, kind: str) -> None:
@@ -91,8 +108,6 @@ def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 def server_spec(project: str, image: str, network: str | None = None) -> dict[str, Any]:
-    # The local stack's Neutron is API-only (no mechanism driver binds ports): servers boot without
-    # NICs, so MAC/IP retention cannot be observed here.
     return {
         "project": {"name": project, "domain": "Default"},
         "flavor": "m1.tiny",
@@ -144,13 +159,15 @@ def test_rebuild_happy_path_keeps_uuid_and_ip_and_is_accepted_once(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     a, b = images
     server_id = create(osprov, "happy", server_spec(project, a, network))
     before = nova_server(admin, server_id)
+    [port] = admin.network.ports(device_id=server_id)
+    assert port.network_id == network and port.fixed_ips
     st = (osprov.get("Server", "happy") or {})["status"]
-    assert st["phase"] == "Running" and st["launchedAt"]
+    assert st["phase"] == "Running" and st["launchedAt"] and st["macAddress"] == port.mac_address
     with slow_spawn(SLOW):
         osprov.apply("Server", "happy", server_spec(project, b, network))
         # The accept is visible in Nova: the ref flipped together with a non-empty task_state.
@@ -166,7 +183,12 @@ def test_rebuild_happy_path_keeps_uuid_and_ip_and_is_accepted_once(
     settled(osprov, "happy", 2)
     after = nova_server(admin, server_id)
     assert after["id"] == server_id and after["image"]["id"] == b and after["status"] == "ACTIVE"
-    assert after["addresses"] == before["addresses"]
+    # Same port, so the same fixed IP and MAC (Nova's view and Neutron's).
+    assert after["addresses"] == before["addresses"] and after["addresses"]
+    assert [(p.id, p.fixed_ips) for p in admin.network.ports(device_id=server_id)] == [
+        (port.id, port.fixed_ips)
+    ]
+    assert (osprov.get("Server", "happy") or {})["status"]["macAddress"] == port.mac_address
     assert rebuilds(admin, server_id) == 1
 
 
@@ -175,7 +197,7 @@ def test_worker_killed_at_each_boundary_accepts_exactly_one_rebuild(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     a, b = images
     server_id = create(osprov, "crash", server_spec(project, a, network))
@@ -201,7 +223,7 @@ def test_worker_killed_right_after_create_makes_one_server(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     osprov.apply("Server", "once", server_spec(project, images[0], network))
     uid = (osprov.get("Server", "once") or {})["metadata"]["uid"]
@@ -223,7 +245,7 @@ def test_409_from_a_locked_server_waits_then_submits_once(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     a, b = images
     server_id = create(osprov, "locked", server_spec(project, a, network))
@@ -242,7 +264,9 @@ def test_409_from_a_locked_server_waits_then_submits_once(
 
 def parked_workflows(osprov: Osprov) -> list[str]:
     async def query() -> list[str]:
-        client = await Client.connect(osprov.stack.temporal_address, namespace=osprov.stack.temporal_namespace)
+        client = await Client.connect(
+            osprov.stack.temporal_address, namespace=osprov.stack.temporal_namespace
+        )
         q = f"OsprovRebuild = 'Failed' AND OsprovNamespace = '{osprov.namespace}' AND ExecutionStatus = 'Running'"
         return [wf.id.rsplit("/", 1)[0] async for wf in client.list_workflows(q)]
 
@@ -259,7 +283,7 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     a, b = images
     server_id = create(osprov, "errs", server_spec(project, a, network))
@@ -277,10 +301,16 @@ def test_error_during_rebuild_parks_and_a_new_image_rearms(
     assert cond and cond["status"] == "False" and "rebuild failed" in cond["message"]
     assert marker(osprov, "errs") == {"targetImageID": b, "state": "Failed"}
     # The operator's query for parked rebuilds (docs/operations.md) finds exactly this workflow.
-    wait_for(lambda: parked_workflows(osprov) == [f"Server/{osprov.namespace}/errs"], "parked rebuild listed", 30)
+    wait_for(
+        lambda: parked_workflows(osprov) == [f"Server/{osprov.namespace}/errs"], "parked rebuild listed", 30
+    )
     # Nova's compute goes on with the interrupted rebuild and leaves a task_state behind; once it has
     # finished, an operator's reset to active clears it. The marker stays Failed: still parked.
-    wait_for(lambda: compute_done(admin, server_id), "the interrupted rebuild's compute work ended", ERROR_WINDOW + 90)
+    wait_for(
+        lambda: compute_done(admin, server_id),
+        "the interrupted rebuild's compute work ended",
+        ERROR_WINDOW + 90,
+    )
     nova_reset_state(admin, server_id, "active")
     wait_for(lambda: not nova_server(admin, server_id)["OS-EXT-STS:task_state"], "task cleared", 30)
     assert (osprov.condition("Server", "errs", "Available") or {}).get("reason") == "Errored"
@@ -300,7 +330,7 @@ def test_delete_waits_until_nova_has_no_server(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     server_id = create(osprov, "gone", server_spec(project, images[0], network))
     osprov.delete("Server", "gone")
@@ -320,7 +350,7 @@ def test_volume_attached_once_survives_a_rebuild_and_detaches_when_removed(
     admin: openstack.connection.Connection,
     project: str,
     images: tuple[str, str],
-    network: None,
+    network: str,
 ) -> None:
     a, b = images
     vol_spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
