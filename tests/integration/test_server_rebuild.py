@@ -370,3 +370,71 @@ def test_volume_attached_once_survives_a_rebuild_and_detaches_when_removed(
     osprov.apply("Server", "disk-srv", server_spec(project, b, network) | {"volumes": []})  # a merge patch
     wait_for(lambda: not attachments(admin, server_id), "detached", 90)
     osprov.wait_ready("Server", "disk-srv", timeout_s=90, generation=3, ctype="Available")
+
+
+def test_P7a_image_change_before_first_boot_waits_then_rebuilds_once(
+    osprov: Osprov,
+    admin: openstack.connection.Connection,
+    project: str,
+    images: tuple[str, str],
+    network: str,
+) -> None:
+    a, b = images
+    with slow_spawn(SLOW * 3):
+        osprov.apply("Server", "late", server_spec(project, a, network))
+        server_id = wait_for(
+            lambda: ((osprov.get("Server", "late") or {}).get("status") or {}).get("serverID"), "created", 60
+        )
+        osprov.apply("Server", "late", server_spec(project, b, network))
+        # The workflow has seen generation 2 while Nova still builds: it waits (P7a), nothing is sent.
+        wait_for(
+            lambda: (osprov.condition("Server", "late", "Available") or {}).get("observedGeneration") == 2,
+            "generation 2 observed",
+            30,
+        )
+        assert nova_server(admin, server_id)["status"] == "BUILD"
+        assert rebuilds(admin, server_id) == 0
+    settled(osprov, "late", 2)
+    after = nova_server(admin, server_id)
+    assert after["image"]["id"] == b and after["status"] == "ACTIVE"
+    assert rebuilds(admin, server_id) == 1
+
+
+def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
+    osprov: Osprov,
+    admin: openstack.connection.Connection,
+    project: str,
+    images: tuple[str, str],
+    network: str,
+) -> None:
+    vol_spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+    osprov.apply("Volume", "shared", vol_spec)
+    volume_id = osprov.wait_ready("Volume", "shared", timeout_s=90, ctype="Available")["status"]["volumeID"]
+    osprov.apply(
+        "Server", "owner", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
+    )
+    server_id = wait_for(
+        lambda: ((osprov.get("Server", "owner") or {}).get("status") or {}).get("serverID"), "created", 60
+    )
+    # Kill -9 as soon as Nova has accepted the attach, before the worker can record its result.
+    wait_for(lambda: attachments(admin, server_id), "attach accepted by Nova", 90, interval_s=0.05)
+    osprov.worker.kill()
+    osprov.worker.start()
+    obj = osprov.wait_ready("Server", "owner", timeout_s=120, ctype="Available")
+    assert [x["volumeId"] for x in attachments(admin, server_id)] == [volume_id]
+    assert [a["server_id"] for a in admin.block_storage.get_volume(volume_id).attachments] == [server_id]
+    assert obj["status"]["volumes"][0]["name"] == "shared"
+    # A second server naming the same volume: conflict in its status, no second attachment.
+    osprov.apply(
+        "Server", "thief", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
+    )
+    row = wait_for(
+        lambda: next(
+            iter(((osprov.get("Server", "thief") or {}).get("status") or {}).get("volumes") or []), None
+        ),
+        "the thief's attachment status",
+        120,
+    )
+    assert row and "no multi-attach" in row["message"]
+    assert (osprov.condition("Server", "thief", "Available") or {}).get("status") == "False"
+    assert [a["server_id"] for a in admin.block_storage.get_volume(volume_id).attachments] == [server_id]
