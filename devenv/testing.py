@@ -81,7 +81,12 @@ def _provide(full: bool) -> Iterator[StackEnv]:
     with stack.locked():
         started_from_nothing = not stack.env_file().exists()
         if not _healthy(full):
-            stack.up(only_identity=not full)
+            try:
+                stack.up(only_identity=not full)
+            except BaseException:
+                if started_from_nothing:  # leave no half-started stack behind (ports, MariaDB, RabbitMQ)
+                    stack.down(wipe=False)
+                raise
         elif full:
             # Tests may publish endpoints into this Keystone: put the stack's own URLs back.
             from devenv.config import load_secrets
