@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         monitor,
         reconcile_pass,
     )
+    from workflows.server_volumes import reconcile_attachments
 
 MONITOR_SECONDS = 30.0  # health poll of a converged server
 # "Still waiting on Nova" re-checks: 1s growing by half each time to 10s (a fake-driver boot or rebuild
@@ -344,44 +345,13 @@ class ServerWorkflow(Entity):
 
     async def reconcile_volumes(self, spec: ServerSpec, project: io.Project) -> list[str]:
         """Attach every spec.volumes entry, detach the ones removed; returns user-safe problems."""
-        server_id = self.st.ids["serverID"]
-        attached = set(self.st.extra.get("attached", []))
-        statuses: list[dict[str, Any]] = []
-        problems: list[str] = []
-        for vol in spec.volumes:
-            self.set_step(f"attaching Volume {vol.volume}")
-            req = io.VolumeAttachment(
-                project=project,
-                server_id=server_id,
-                namespace=self.st.ref.namespace,
-                volume=vol.volume,
-                device=vol.device,
-            )
-            try:
-                res = await call(
-                    io.ATTACH_VOLUME, req, io.AttachResult, summary=f"attach Volume {vol.volume}"
-                )
-            except ActivityError as err:
-                statuses.append({"name": vol.volume, "message": failure_message(err)})
-                problems.append(failure_message(err))
-                continue
-            attached.add(vol.volume)
-            statuses.append(
-                {"name": vol.volume, "device": res.device} if res.device else {"name": vol.volume}
-            )
-        for name in sorted(attached - {v.volume for v in spec.volumes}):
-            self.set_step(f"detaching Volume {name}")
-            req = io.VolumeAttachment(
-                project=project, server_id=server_id, namespace=self.st.ref.namespace, volume=name
-            )
-            try:
-                await call(io.DETACH_VOLUME, req, summary=f"detach Volume {name}")
-                attached.discard(name)
-            except ActivityError as err:
-                problems.append(failure_message(err))
-        self.st.extra["attached"] = sorted(attached)
-        self.st.extra["volumes"] = statuses
-        return problems
+        server = (project, self.st.ids["serverID"], self.st.ref.namespace)
+        res = await reconcile_attachments(
+            spec.volumes, set(self.st.extra.get("attached", [])), server, self.set_step
+        )
+        self.st.extra["attached"] = res.attached
+        self.st.extra["volumes"] = res.statuses
+        return res.problems
 
     async def submit(self, project: io.Project, image_id: str, health: ConditionState) -> Outcome:
         """P7e: the destructive call, sent once; every outcome but 2xx is decided by the next fresh read."""
