@@ -48,6 +48,7 @@ DELETE_POLL_SECONDS = 2.0
 # The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
 SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
 SUBMIT_TIMEOUT = timedelta(seconds=30)
+PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write during finalize (new command)
 PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
 
 _HEALTH = {
@@ -427,7 +428,16 @@ class ServerWorkflow(Entity):
                 bool,
                 summary=f"delete server {server.id}",
             )
+        announced = False
         for server in found:
             while await self.get(project, server.id) is not None:
                 self.set_step(f"waiting for server {server.id} to be gone")
+                if not announced and self.st.desired is not None and workflow.patched(PATCH_PHASE_DELETING):
+                    # Nova deletes asynchronously: show what the finalizer waits for (Phase Deleting).
+                    announced = True
+                    self.st.extra["phase"] = ServerPhase.DELETING.value
+                    message = "waiting for Nova to delete the server"
+                    await self._publish(
+                        self.st.desired, [available("False", AvailableReason.DEPROVISIONING, message)]
+                    )
                 await workflow.sleep(DELETE_POLL_SECONDS)

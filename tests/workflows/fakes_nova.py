@@ -170,7 +170,7 @@ class FakeNova:
 
 
 async def replay_scenario(h: Any, kind: str) -> str:
-    """tests/replay scenario for Server: create, an image change rebuilt and settled, then delete.
+    """tests/replay scenario for Server: create, an image change rebuilt and settled, then a slow delete.
 
     The shared harness has no Nova, so this runs its own worker (FakeCloud + FakeNova) beside it.
     """
@@ -199,6 +199,9 @@ async def replay_scenario(h: Any, kind: str) -> str:
             lambda: sh.status().get("observedGeneration") == 2 and sh.condition()["status"] == "True",
             "rebuild settled",
         )
+        nova.vanish_on_delete = False  # Nova deletes asynchronously: the finalizer shows Phase Deleting
         await sh.signal(wf, 2, spec("img-b"), deleting=True, finalizers=finalizers)
+        await sh.until(lambda: sh.status().get("phase") == "Deleting", "phase Deleting")
+        nova.servers.clear()
         await wf.result()
         return str(wf.id)

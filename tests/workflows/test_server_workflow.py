@@ -217,6 +217,8 @@ async def test_delete_waits_until_the_server_is_gone(h: ServerHarness) -> None:
     await h.until(lambda: h.nova.count(io.DELETE_SERVER) == 1, "delete sent")
     await h.until(lambda: h.nova.count(io.GET_SERVER) >= 8, "polled")
     assert h.cloud.finalizers.count("nova.osh.openstack.org/finalizer") == 1  # still held
+    assert h.status()["phase"] == "Deleting"
+    assert (h.condition()["status"], h.condition()["reason"]) == ("False", "Deprovisioning")
     h.nova.servers.clear()
     assert await wf.result() == "deleted"
 
