@@ -24,6 +24,7 @@ test: venv lint
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy api workflows activities bridge worker osprov
 
 # Regenerate what is generated from the code (commit the result).

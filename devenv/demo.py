@@ -22,13 +22,21 @@ REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "openstack"
 DEMO_REGION = "DemoRegion"
 # The seed's Cinder example first (11 resources), then the other charts' identity objects.
-IDENTITY_EXAMPLES = ["examples/identity/cinder.yaml", "examples/identity/glance.yaml",
-                     "examples/identity/placement.yaml", "examples/identity/nova.yaml",
-                     "examples/identity/neutron.yaml", "examples/identity/heat.yaml"]
+IDENTITY_EXAMPLES = [
+    "examples/identity/cinder.yaml",
+    "examples/identity/glance.yaml",
+    "examples/identity/placement.yaml",
+    "examples/identity/nova.yaml",
+    "examples/identity/neutron.yaml",
+    "examples/identity/heat.yaml",
+]
 # Cloud kinds (full stack): a volume in a project declared with identity kinds. Kinds whose workflow this
 # build does not have are skipped.
-CLOUD_EXAMPLES = {"Volume": "examples/cinder/volume.yaml", "LoadBalancer": "examples/octavia/loadbalancer.yaml",
-                  "Server": "examples/nova/server.yaml"}
+CLOUD_EXAMPLES = {
+    "Volume": "examples/cinder/volume.yaml",
+    "LoadBalancer": "examples/octavia/loadbalancer.yaml",
+    "Server": "examples/nova/server.yaml",
+}
 
 
 def kubectl(env: dict[str, str], *args: str, stdin: str | None = None, check: bool = True) -> str:
@@ -74,16 +82,29 @@ def rebuild_settled(env: dict[str, str], image: str) -> bool:
     obj = json.loads(out)
     st = obj.get("status") or {}
     avail: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Available"), {})
-    return (obj["spec"]["imageID"] == image and st.get("observedGeneration") == obj["metadata"]["generation"]
-            and not st.get("rebuild") and avail.get("status") == "True")
+    return (
+        obj["spec"]["imageID"] == image
+        and st.get("observedGeneration") == obj["metadata"]["generation"]
+        and not st.get("rebuild")
+        and avail.get("status") == "True"
+    )
 
 
 def not_ready(env: dict[str, str]) -> list[str]:
     """Every osprov resource whose Ready (identity) or Available (cloud) condition is not True yet."""
-    out = kubectl(env, "get", "osprov", "-n", NAMESPACE, "--no-headers",
-                  "-o", "custom-columns=NAME:.metadata.name,KIND:.kind,"
-                  'READY:.status.conditions[?(@.type=="Ready")].status,'
-                  'AVAILABLE:.status.conditions[?(@.type=="Available")].status', check=False)
+    out = kubectl(
+        env,
+        "get",
+        "osprov",
+        "-n",
+        NAMESPACE,
+        "--no-headers",
+        "-o",
+        "custom-columns=NAME:.metadata.name,KIND:.kind,"
+        'READY:.status.conditions[?(@.type=="Ready")].status,'
+        'AVAILABLE:.status.conditions[?(@.type=="Available")].status',
+        check=False,
+    )
     rows = [line.split() for line in out.splitlines() if line.strip()]
     return [f"{r[1]}/{r[0]}" for r in rows if "True" not in r[2:]]
 
@@ -102,59 +123,100 @@ def _interrupt(*_: object) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="osprov demo")
     parser.add_argument("--no-wait", action="store_true", help="exit once everything is Ready")
-    parser.add_argument("--identity-only", action="store_true",
-                        help="the fast path: Keystone only (no Nova/Cinder/Neutron/Octavia), identity examples only")
+    parser.add_argument(
+        "--identity-only",
+        action="store_true",
+        help="the fast path: Keystone only (no Nova/Cinder/Neutron/Octavia), identity examples only",
+    )
     args = parser.parse_args(argv)
     from devenv.openstack.install import install
 
     install()
-    was_up = stack.env_file().exists() and all(r.running for r in stack.status() if r.name in ("keystone", "kube"))
+    was_up = stack.env_file().exists() and all(
+        r.running for r in stack.status() if r.name in ("keystone", "kube")
+    )
     stack.up(only_identity=args.identity_only)
     # Payloads encrypted with the key the stack's codec server holds: raw histories show nothing, the
     # Web UI shows everything (it decodes through the codec server).
-    env = dict(os.environ) | stack.load_env() | stack.codec_env() | {
-        "OSPROV_NAMESPACES": NAMESPACE, "OSPROV_RESYNC_SECONDS": "300"}
+    env = (
+        dict(os.environ)
+        | stack.load_env()
+        | stack.codec_env()
+        | {"OSPROV_NAMESPACES": NAMESPACE, "OSPROV_RESYNC_SECONDS": "300"}
+    )
     logs = Path(env["OSPROV_STATE_DIR"]) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     procs = []
     for name in ("worker", "bridge"):
         out = open(logs / f"demo-{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        procs.append(subprocess.Popen([sys.executable, "-m", name], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True, cwd=REPO))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", name],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=REPO,
+            )
+        )
     try:
         kubectl(env, "apply", "-f", "deploy/crds/")  # current CRDs, also into an emulator started earlier
-        kubectl(env, "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n")
+        kubectl(
+            env,
+            "apply",
+            "-f",
+            "-",
+            stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n",
+        )
         ids = cloud_ids(env) if not args.identity_only else {}
         for example in examples(full=not args.identity_only):
             # The examples are the charts' real catalog entries (cinderv3 in RegionOne, …). The local cloud
             # serves its own catalog from RegionOne, so the demo publishes them into a region of its own
             # instead of re-pointing the local cloud's endpoints at cluster URLs that do not resolve here.
             print(kubectl(env, "apply", "-n", NAMESPACE, "-f", "-", stdin=render(example, ids)), end="")
-        print(f"\nTemporal Web UI: {env['OSPROV_TEMPORAL_UI_URL']}/namespaces/{env['OSPROV_TEMPORAL_NAMESPACE']}"
-              "/workflows   (one workflow per resource)")
+        print(
+            f"\nTemporal Web UI: {env['OSPROV_TEMPORAL_UI_URL']}/namespaces/{env['OSPROV_TEMPORAL_NAMESPACE']}"
+            "/workflows   (one workflow per resource)"
+        )
         print(f"kubectl: export KUBECONFIG={env['KUBECONFIG']}; kubectl get keystone -n {NAMESPACE}\n")
         deadline = time.monotonic() + 600
         while (pending := not_ready(env)) and time.monotonic() < deadline:
-            print(f"waiting for {len(pending)} resources: {', '.join(pending[:6])}{' …' if len(pending) > 6 else ''}")
+            print(
+                f"waiting for {len(pending)} resources: {', '.join(pending[:6])}{' …' if len(pending) > 6 else ''}"
+            )
             time.sleep(3)
         print(kubectl(env, "get", "osprov", "-n", NAMESPACE))
         if pending:
-            print(f"not Ready after 10 minutes: {', '.join(pending)} — see {logs}/demo-worker.log", file=sys.stderr)
+            print(
+                f"not Ready after 10 minutes: {', '.join(pending)} — see {logs}/demo-worker.log",
+                file=sys.stderr,
+            )
             return 1
         print("every resource is Ready.")
         if ids and any(e.endswith("server.yaml") for e in examples(full=True)):
             image = ids["OSPROV_REBUILD_IMAGE_ID"]
             if not rebuild_settled(env, image):
                 print(f"changing demo-server's image to osprov-image-b ({image}): Nova rebuilds it in place")
-                kubectl(env, "patch", "servers.nova.osh.openstack.org", "demo-server", "-n", NAMESPACE,
-                        "--type=merge", "-p", f'{{"spec":{{"imageID":"{image}"}}}}')
+                kubectl(
+                    env,
+                    "patch",
+                    "servers.nova.osh.openstack.org",
+                    "demo-server",
+                    "-n",
+                    NAMESPACE,
+                    "--type=merge",
+                    "-p",
+                    f'{{"spec":{{"imageID":"{image}"}}}}',
+                )
                 deadline = time.monotonic() + 300
                 while not rebuild_settled(env, image) and time.monotonic() < deadline:
                     time.sleep(2)
             print(kubectl(env, "get", "servers.nova.osh.openstack.org", "-n", NAMESPACE, "-o", "wide"))
             if not rebuild_settled(env, image):
-                print("the rebuild did not settle in 5 minutes — see the Server's workflow in the Web UI",
-                      file=sys.stderr)
+                print(
+                    "the rebuild did not settle in 5 minutes — see the Server's workflow in the Web UI",
+                    file=sys.stderr,
+                )
                 return 1
             print("rebuild settled: same server, new image.")
         if not args.no_wait:

@@ -100,11 +100,25 @@ def _start_temporal(_: Secrets) -> None:
 
 def _start_codec(secrets: Secrets) -> None:
     """osprov's codec server, so the Web UI shows encrypted histories decoded (the key stays here)."""
-    argv: list[str | Path] = [sys.executable, "-m", "osprov.cli", "codec-server", "--host", HOST,
-                              "--port", str(PORTS.codec), "--cors-origin", temporal.ui_url()]
+    argv: list[str | Path] = [
+        sys.executable,
+        "-m",
+        "osprov.cli",
+        "codec-server",
+        "--host",
+        HOST,
+        "--port",
+        str(PORTS.codec),
+        "--cors-origin",
+        temporal.ui_url(),
+    ]
     procs.start("codec", argv, env=codec_env(secrets), cwd=REPO_ROOT)
-    procs.wait_until(lambda: procs.http_status(f"http://{HOST}:{PORTS.codec}/healthz") == 200, 30,
-                     "the codec server", "codec")
+    procs.wait_until(
+        lambda: procs.http_status(f"http://{HOST}:{PORTS.codec}/healthz") == 200,
+        30,
+        "the codec server",
+        "codec",
+    )
 
 
 def codec_env(secrets: Secrets | None = None) -> dict[str, str]:

@@ -25,7 +25,9 @@ class Settings:
     task_queue: str = field(default_factory=lambda: _env("OSPROV_TASK_QUEUE", "osprov"))
     # Kubernetes namespaces the bridge watches (the controller reads only these: see the security model).
     namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_NAMESPACES", "default"))
-    kinds: list[str] = field(default_factory=lambda: _list("OSPROV_KINDS", ""))  # empty: every kind with a workflow
+    kinds: list[str] = field(
+        default_factory=lambda: _list("OSPROV_KINDS", "")
+    )  # empty: every kind with a workflow
     keystone_name: str = field(default_factory=lambda: _env("OSPROV_KEYSTONE_NAME", "keystone"))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))

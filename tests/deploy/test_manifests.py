@@ -40,10 +40,17 @@ def cli_commands() -> set[str]:
 
 def test_compose_has_the_services_and_wiring() -> None:
     services = compose()["services"]
-    assert set(services) >= {"postgresql", "temporal", "temporal-setup", "temporal-ui", "codec-server", "worker",
-                             "bridge"}
+    assert set(services) >= {
+        "postgresql",
+        "temporal",
+        "temporal-setup",
+        "temporal-ui",
+        "codec-server",
+        "worker",
+        "bridge",
+    }
     for name, svc in services.items():
-        for dep in (svc.get("depends_on") or {}):
+        for dep in svc.get("depends_on") or {}:
             assert dep in services, f"{name} depends on unknown service {dep}"
         if name != "temporal-setup":
             assert "healthcheck" in svc, f"{name} has no healthcheck"
@@ -57,13 +64,18 @@ def test_compose_sets_every_variable_the_programs_read() -> None:
     services = compose()["services"]
     for name in ("worker", "bridge"):
         env = services[name]["environment"]
-        wanted = settings_variables() - {"OSPROV_KINDS", "OSPROV_ACTIVITY_THREADS"} | {"KUBECONFIG", "OSPROV_CODEC_KEYS"}
+        wanted = settings_variables() - {"OSPROV_KINDS", "OSPROV_ACTIVITY_THREADS"} | {
+            "KUBECONFIG",
+            "OSPROV_CODEC_KEYS",
+        }
         if name == "worker":
             wanted |= {"OS_CLOUD", "OS_CLIENT_CONFIG_FILE", "OSPROV_ACTIVITY_THREADS"}
         assert wanted <= set(env), f"{name} misses {sorted(wanted - set(env))}"
         assert env["OSPROV_TEMPORAL_ADDRESS"].split(":")[0] in services
         port = env["OSPROV_METRICS_PORT"]
-        assert f"{port}:{port}" in services[name]["ports"] and port in str(services[name]["healthcheck"]["test"])
+        assert f"{port}:{port}" in services[name]["ports"] and port in str(
+            services[name]["healthcheck"]["test"]
+        )
         mounted = {v.rsplit(":", 2)[1] for v in services[name]["volumes"]}  # host may contain ${X:-y}
         assert env["KUBECONFIG"] in mounted
         if name == "worker":
@@ -79,7 +91,9 @@ def test_compose_registers_the_search_attributes_and_the_ui_uses_the_codec() -> 
     codec_port = services["codec-server"]["command"][services["codec-server"]["command"].index("--port") + 1]
     assert ui["TEMPORAL_CODEC_ENDPOINT"].endswith(f":{codec_port}")
     assert f"{codec_port}:{codec_port}" in services["codec-server"]["ports"]
-    origin = services["codec-server"]["command"][services["codec-server"]["command"].index("--cors-origin") + 1]
+    origin = services["codec-server"]["command"][
+        services["codec-server"]["command"].index("--cors-origin") + 1
+    ]
     assert origin.endswith(":" + services["temporal-ui"]["ports"][0].split(":")[0])
 
 
@@ -101,7 +115,9 @@ def roles() -> dict[str, list[dict[str, Any]]]:
 
 
 def allowed(role: str, verb: str, group: str, resource: str) -> bool:
-    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in roles()[role])
+    return any(
+        group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in roles()[role]
+    )
 
 
 def test_roles_never_create_or_delete() -> None:
@@ -133,7 +149,10 @@ def test_deployments_run_the_right_commands_with_their_service_accounts() -> Non
         assert bindings[sa]["roleRef"]["name"] == sa and bindings[sa]["subjects"][0]["name"] == sa
         assert container["livenessProbe"] and container["readinessProbe"] and container["resources"]
         if replicas is not None:
-            assert deployment["spec"]["replicas"] == replicas and deployment["spec"]["strategy"]["type"] == "Recreate"
+            assert (
+                deployment["spec"]["replicas"] == replicas
+                and deployment["spec"]["strategy"]["type"] == "Recreate"
+            )
     [config] = manifests("config.yaml")
     assert settings_variables() - {"OSPROV_KINDS"} <= set(config["data"])
     assert any(d["kind"] == "PodDisruptionBudget" for d in manifests("worker.yaml"))
@@ -143,4 +162,6 @@ def rbac_allows_audit_line(line: dict[str, Any]) -> tuple[bool, str]:
     """Used by the integration test that replays the emulator's audit log of a real run."""
     role = "osprov-bridge" if line["user_agent"].startswith("osprov-bridge") else "osprov-worker"
     resource = line["resource"] + (f"/{line['subresource']}" if line["subresource"] else "")
-    return allowed(role, line["verb"], line["group"], resource), f"{role}: {line['verb']} {line['group']}/{resource}"
+    return allowed(
+        role, line["verb"], line["group"], resource
+    ), f"{role}: {line['verb']} {line['group']}/{resource}"

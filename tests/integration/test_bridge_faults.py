@@ -27,17 +27,23 @@ pytestmark = pytest.mark.stack
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
     """A private apiserver: its faults hit only this module's bridge (the stack's is shared)."""
     audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
-    with run_emulator(tmp_path_factory.mktemp("apiserver"), crds_dirs=[REPO / "deploy" / "crds"],
-                      watch_window=50, extra_args=["--audit-log", str(audit)]) as emu:
+    with run_emulator(
+        tmp_path_factory.mktemp("apiserver"),
+        crds_dirs=[REPO / "deploy" / "crds"],
+        watch_window=50,
+        extra_args=["--audit-log", str(audit)],
+    ) as emu:
         emu.audit = audit  # type: ignore[attr-defined]
         yield emu
 
 
 @pytest.fixture(scope="module")
-def osprov(identity_stack: StackEnv, emulator: RunningEmulator,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
-    yield from run_osprov(identity_stack, tmp_path_factory.mktemp("bridge-faults"),
-                          kubeconfig=Path(emulator.kubeconfig))
+def osprov(
+    identity_stack: StackEnv, emulator: RunningEmulator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Osprov]:
+    yield from run_osprov(
+        identity_stack, tmp_path_factory.mktemp("bridge-faults"), kubeconfig=Path(emulator.kubeconfig)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +57,9 @@ def watching(osprov: Osprov) -> bool:
     return "bridge watching" in osprov.bridge.log_text()
 
 
-def test_change_during_a_dropped_watch_is_delivered(osprov: Osprov, emulator: RunningEmulator,
-                                                    ks: Identity) -> None:
+def test_change_during_a_dropped_watch_is_delivered(
+    osprov: Osprov, emulator: RunningEmulator, ks: Identity
+) -> None:
     wait_for(lambda: watching(osprov), "bridge up")
     name = f"drop-{uuid.uuid4().hex[:8]}"
     emulator.cut_watches("domains.keystone.osh.openstack.org")
@@ -61,7 +68,9 @@ def test_change_during_a_dropped_watch_is_delivered(osprov: Osprov, emulator: Ru
     assert ks.find_domain(name) is not None
 
 
-def test_expired_watch_relists_and_loses_nothing(osprov: Osprov, emulator: RunningEmulator, ks: Identity) -> None:
+def test_expired_watch_relists_and_loses_nothing(
+    osprov: Osprov, emulator: RunningEmulator, ks: Identity
+) -> None:
     wait_for(lambda: watching(osprov), "bridge up")
     name = f"gone-{uuid.uuid4().hex[:8]}"
     emulator.force_gone_on_next_watch("domains.keystone.osh.openstack.org")
@@ -72,20 +81,31 @@ def test_expired_watch_relists_and_loses_nothing(osprov: Osprov, emulator: Runni
     assert ks.find_domain(name) is not None
 
 
-def test_every_api_call_osprov_makes_is_allowed_by_deploy_rbac(osprov: Osprov, emulator: RunningEmulator,
-                                                               ks: Identity) -> None:
+def test_every_api_call_osprov_makes_is_allowed_by_deploy_rbac(
+    osprov: Osprov, emulator: RunningEmulator, ks: Identity
+) -> None:
     """Status, finalizers, Secret reads and the watches of a real run, replayed against deploy/rbac.yaml."""
     name = f"rbac-{uuid.uuid4().hex[:8]}"
     osprov.create_secret("rbac-pw", {"OS_PASSWORD": "rbac-test-password-1"})
     osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete"})
-    osprov.apply("User", "rbac-user", {"name": name, "domain": "Default", "deletionPolicy": "delete",
-                                       "passwordSecret": {"name": "rbac-pw"}})
+    osprov.apply(
+        "User",
+        "rbac-user",
+        {
+            "name": name,
+            "domain": "Default",
+            "deletionPolicy": "delete",
+            "passwordSecret": {"name": "rbac-pw"},
+        },
+    )
     osprov.wait_ready("Domain", "rbac-domain")
     osprov.wait_ready("User", "rbac-user")
     osprov.delete("Domain", "rbac-domain")
     osprov.delete("User", "rbac-user")
-    wait_for(lambda: osprov.get("Domain", "rbac-domain") is None and osprov.get("User", "rbac-user") is None,
-             "both deleted (finalizers removed by the worker)")
+    wait_for(
+        lambda: osprov.get("Domain", "rbac-domain") is None and osprov.get("User", "rbac-user") is None,
+        "both deleted (finalizers removed by the worker)",
+    )
     assert ks.find_domain(name) is None
     lines = [json.loads(x) for x in emulator.audit.read_text().splitlines()]  # type: ignore[attr-defined]
     ours = [x for x in lines if x["user_agent"].startswith("osprov-")]

@@ -131,8 +131,11 @@ def test_bridge_restart_loses_no_change(osprov: Osprov, ks: Identity, identity_s
     assert ks.find_domain(new) is not None
     assert ks.find_domain(gone) is not None  # deletionPolicy retain: Keystone untouched
     wf_id = f"Domain/{osprov.namespace}/gone/{gone_obj['metadata']['uid']}"
-    wait_for(lambda: _status(identity_stack, wf_id) == WorkflowExecutionStatus.COMPLETED,
-             "the deleted resource's workflow completed", 60)
+    wait_for(
+        lambda: _status(identity_stack, wf_id) == WorkflowExecutionStatus.COMPLETED,
+        "the deleted resource's workflow completed",
+        60,
+    )
 
 
 def _status(stack: StackEnv, workflow_id: str) -> WorkflowExecutionStatus | None:
@@ -147,5 +150,3 @@ def test_logs_name_the_resource(osprov: Osprov) -> None:
     text = osprov.worker.log_text() + osprov.bridge.log_text()
     assert f'"namespace": "{osprov.namespace}"' in text
     assert '"workflow_id": "Domain/' in text
-
-

@@ -1,6 +1,6 @@
 """Record one history per workflow type into tests/replay/histories/ (run after a deliberate change).
 
-    python -m tests.replay.record [KIND ...]   # all kinds, or only those named
+python -m tests.replay.record [KIND ...]   # all kinds, or only those named
 """
 
 from __future__ import annotations

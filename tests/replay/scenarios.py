@@ -32,11 +32,17 @@ SPECS: dict[str, dict[str, Any]] = {
     "Role": {"name": "r1"},
     "Group": {"name": "g1", "domain": "service"},
     "User": {"name": "u1", "domain": "service", "passwordSecret": {"name": "pw"}},
-    "RoleAssignment": {"role": {"name": "admin"}, "user": {"name": "cinder", "domain": "service"},
-                       "project": {"name": "service", "domain": "service"}},
+    "RoleAssignment": {
+        "role": {"name": "admin"},
+        "user": {"name": "cinder", "domain": "service"},
+        "project": {"name": "service", "domain": "service"},
+    },
     "Service": {"name": "s1", "type": "t1"},
-    "Endpoint": {"service": {"name": "cinderv3", "type": "volumev3"}, "region": "RegionOne",
-                 "urls": {"public": "http://x/v3"}},
+    "Endpoint": {
+        "service": {"name": "cinderv3", "type": "volumev3"},
+        "region": "RegionOne",
+        "urls": {"public": "http://x/v3"},
+    },
 }
 
 

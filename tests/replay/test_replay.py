@@ -18,7 +18,9 @@ HISTORIES = Path(__file__).parent / "histories"
 def test_every_workflow_type_has_a_recorded_history() -> None:
     recorded = {p.stem for p in HISTORIES.glob("*.json")}
     types = {wf.__temporal_workflow_definition.name for wf in WORKFLOWS}  # type: ignore[attr-defined]
-    assert types <= recorded, f"record histories for {sorted(types - recorded)}: python -m tests.replay.record"
+    assert types <= recorded, (
+        f"record histories for {sorted(types - recorded)}: python -m tests.replay.record"
+    )
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)

@@ -29,17 +29,23 @@ def test_ui_is_configured_with_the_codec_server(identity_stack: StackEnv) -> Non
     assert settings["Codec"]["Endpoint"] == identity_stack.env["OSPROV_CODEC_URL"]
 
 
-def test_codec_server_decodes_what_the_demo_encrypts(identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_codec_server_decodes_what_the_demo_encrypts(
+    identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for key, value in stack.codec_env().items():
         monkeypatch.setenv(key, value)
     codec = codec_from_env()
     assert codec is not None
-    plain = pydantic_data_converter.payload_converter.to_payloads([{"spec": "visible only through the codec"}])
+    plain = pydantic_data_converter.payload_converter.to_payloads(
+        [{"spec": "visible only through the codec"}]
+    )
     sealed = asyncio.run(codec.encode(plain))
     body = json_format.MessageToJson(Payloads(payloads=sealed)).encode()
-    request = urllib.request.Request(f"{identity_stack.env['OSPROV_CODEC_URL']}/decode", data=body,
-                                     headers={"Content-Type": "application/json",
-                                              "Origin": identity_stack.temporal_ui_url})
+    request = urllib.request.Request(
+        f"{identity_stack.env['OSPROV_CODEC_URL']}/decode",
+        data=body,
+        headers={"Content-Type": "application/json", "Origin": identity_stack.temporal_ui_url},
+    )
     with urllib.request.urlopen(request, timeout=10) as resp:
         assert resp.headers["Access-Control-Allow-Origin"] == identity_stack.temporal_ui_url
         decoded = json_format.Parse(resp.read(), Payloads())

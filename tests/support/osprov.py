@@ -41,8 +41,9 @@ class Proc:
 
     def start(self) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        self.popen = subprocess.Popen(self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True, cwd=REPO)
+        self.popen = subprocess.Popen(
+            self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO
+        )
 
     def kill(self) -> None:
         """kill -9 of the whole process group: no drain, no cleanup (crash simulation)."""
@@ -89,10 +90,17 @@ class Osprov:
         body = {"apiVersion": info.api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
         if self.get(kind, name) is None:
             return self.custom.create_namespaced_custom_object(  # type: ignore[no-any-return]
-                info.group, info.version, self.namespace, info.plural, body)
+                info.group, info.version, self.namespace, info.plural, body
+            )
         return self.custom.patch_namespaced_custom_object(  # type: ignore[no-any-return]
-            info.group, info.version, self.namespace, info.plural, name, {"spec": spec},
-            _content_type="application/merge-patch+json")
+            info.group,
+            info.version,
+            self.namespace,
+            info.plural,
+            name,
+            {"spec": spec},
+            _content_type="application/merge-patch+json",
+        )
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         from api.registry import kind_info
@@ -100,7 +108,8 @@ class Osprov:
         info = kind_info(kind)
         try:
             return self.custom.get_namespaced_custom_object(  # type: ignore[no-any-return]
-                info.group, info.version, self.namespace, info.plural, name)
+                info.group, info.version, self.namespace, info.plural, name
+            )
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -110,7 +119,9 @@ class Osprov:
         from api.registry import kind_info
 
         info = kind_info(kind)
-        self.custom.delete_namespaced_custom_object(info.group, info.version, self.namespace, info.plural, name)
+        self.custom.delete_namespaced_custom_object(
+            info.group, info.version, self.namespace, info.plural, name
+        )
 
     def condition(self, kind: str, name: str, ctype: str = "Ready") -> dict[str, Any] | None:
         obj = self.get(kind, name) or {}
@@ -119,8 +130,9 @@ class Osprov:
                 return c  # type: ignore[no-any-return]
         return None
 
-    def wait_ready(self, kind: str, name: str, timeout_s: float = 60, generation: int | None = None,
-                   ctype: str = "Ready") -> dict[str, Any]:
+    def wait_ready(
+        self, kind: str, name: str, timeout_s: float = 60, generation: int | None = None, ctype: str = "Ready"
+    ) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
             obj = self.get(kind, name) or {}  # one read: condition and fields from the same version
             st = obj.get("status") or {}
@@ -146,18 +158,28 @@ def admin_connection(stack: StackEnv) -> openstack.connection.Connection:
     return openstack.connection.Connection(config=loader.get_one(cloud=stack.cloud))
 
 
-def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
-               extra_env: dict[str, str] | None = None, kubeconfig: Path | None = None) -> Iterator[Osprov]:
+def run_osprov(
+    stack: StackEnv,
+    tmp: Path,
+    resync_seconds: float = 600.0,
+    extra_env: dict[str, str] | None = None,
+    kubeconfig: Path | None = None,
+) -> Iterator[Osprov]:
     """Worker + bridge for a fresh namespace; `kubeconfig` points them at another (e.g. private) apiserver."""
     namespace = f"t-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ) | stack.env | {
-        "OSPROV_NAMESPACES": namespace,
-        "OSPROV_TASK_QUEUE": f"osprov-{namespace}",
-        "OSPROV_RESYNC_SECONDS": str(resync_seconds),
-        "OSPROV_ACTIVITY_THREADS": "4",
-        "OSPROV_LOG_LEVEL": "INFO",
-        "KUBECONFIG": str(kubeconfig or stack.kubeconfig),
-    } | (extra_env or {})
+    env = (
+        dict(os.environ)
+        | stack.env
+        | {
+            "OSPROV_NAMESPACES": namespace,
+            "OSPROV_TASK_QUEUE": f"osprov-{namespace}",
+            "OSPROV_RESYNC_SECONDS": str(resync_seconds),
+            "OSPROV_ACTIVITY_THREADS": "4",
+            "OSPROV_LOG_LEVEL": "INFO",
+            "KUBECONFIG": str(kubeconfig or stack.kubeconfig),
+        }
+        | (extra_env or {})
+    )
     kube = kubernetes.config.new_client_from_config(config_file=env["KUBECONFIG"])
     kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
     python = sys.executable
@@ -165,7 +187,9 @@ def run_osprov(stack: StackEnv, tmp: Path, resync_seconds: float = 600.0,
     bridge = Proc("bridge", [python, "-m", "bridge"], env, tmp / "bridge.log")
     worker.start()
     bridge.start()
-    o = Osprov(stack=stack, namespace=namespace, worker=worker, bridge=bridge, kube=kube, procs=[worker, bridge])
+    o = Osprov(
+        stack=stack, namespace=namespace, worker=worker, bridge=bridge, kube=kube, procs=[worker, bridge]
+    )
     try:
         yield o
     finally:

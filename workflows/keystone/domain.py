@@ -36,6 +36,10 @@ class DomainWorkflow(KeystoneEntity):
         stored = self.st.ids.get("domainID")
         # Patched (docs/architecture.md, "Upgrades"): workflows that already ran finalize without it replay.
         if stored and workflow.patched("domain-disable-before-delete") and await find("domain", id=stored):
-            await call(io.UPDATE, io.Update(kind="domain", id=stored, fields={"enabled": False}), io.KeystoneObject,
-                       summary=f"disable domain {stored} before deleting it")
+            await call(
+                io.UPDATE,
+                io.Update(kind="domain", id=stored, fields={"enabled": False}),
+                io.KeystoneObject,
+                summary=f"disable domain {stored} before deleting it",
+            )
         await super().finalize(spec)
