@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
 
@@ -22,69 +22,21 @@ with workflow.unsafe.imports_passed_through():
     from api.messages import ConditionState, EntityInput
     from api.octavia import Listener, LoadBalancerSpec
     from workflows.calls import call
-    from workflows.entity import Entity, Outcome, PassFailed
+    from workflows.entity import Entity, Outcome
+    from workflows.loadbalancer_rules import (
+        consistency,
+        exactly_one,
+        idle_timeout_ms,
+        listener_drift,
+        monitor_type,
+        pool_protocol,
+        settled,
+    )
 
 FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
 MAX_WAIT_SECONDS = 10.0
 # One message for every converging pass, so the status is written once, not after every step.
 PROVISIONING_MESSAGE = "converging the Octavia topology; Octavia settles (ACTIVE) between steps"
-ERRORED = AvailableReason.ERRORED.value
-
-T = TypeVar("T")
-
-
-def _consistency(message: str) -> PassFailed:
-    """No safe next action: reported as Errored; the next passes only read until the cloud changes."""
-    return PassFailed(message, reason=ERRORED, retry=True)
-
-
-def _exactly_one(found: list[T], what: str) -> T | None:
-    if len(found) > 1:
-        raise _consistency(f"{len(found)} Octavia objects are named exactly {what}; remove the extra ones")
-    return found[0] if found else None
-
-
-def _settled(obj_status: str, what: str) -> bool:
-    """Provisioning status classification: ACTIVE → True, PENDING_* → False, anything else → error."""
-    if obj_status == io.ACTIVE:
-        return True
-    if obj_status in io.PENDING:
-        return False
-    raise _consistency(
-        f"Octavia reports {what} in provisioning status {obj_status}; there is no safe next action: "
-        "an operator must repair or delete it"
-    )
-
-
-def pool_protocol(listener: Listener) -> io.PoolProtocol:
-    if listener.protocol == "UDP":
-        return "UDP"
-    return "PROXYV2" if listener.pool.proxy_protocol_v2 else "TCP"
-
-
-def monitor_type(listener: Listener) -> io.MonitorType:
-    return "UDP-CONNECT" if listener.protocol == "UDP" else "TCP"
-
-
-def idle_timeout_ms(listener: Listener) -> int | None:
-    """TCP idle timeouts (client and member data) in Octavia's milliseconds; None: not managed."""
-    if listener.protocol != "TCP" or listener.idle_timeout_seconds is None:
-        return None
-    return listener.idle_timeout_seconds * 1000
-
-
-def listener_drift(listener: Listener, pool_id: str, seen: io.ListenerView) -> dict[str, Any]:
-    """The listener fields to update in place: allowed CIDRs, default pool, idle timeouts ({}: in sync)."""
-    want_cidrs = sorted(listener.allowed_cidrs)
-    timeout = idle_timeout_ms(listener)
-    fields: dict[str, Any] = {}
-    if sorted(seen.allowed_cidrs) != want_cidrs:
-        fields["allowed_cidrs"] = want_cidrs
-    if seen.default_pool_id != pool_id:
-        fields["default_pool_id"] = pool_id
-    if timeout is not None and (seen.timeout_client_data != timeout or seen.timeout_member_data != timeout):
-        fields["timeout_client_data"] = fields["timeout_member_data"] = timeout
-    return fields
 
 
 @workflow.defn(name="LoadBalancer")
@@ -131,7 +83,7 @@ class LoadBalancerWorkflow(Entity):
             list[io.LoadBalancerView],
             summary=f"find load balancer {name}",
         )
-        lb = _exactly_one(found, name)
+        lb = exactly_one(found, name)
         if lb is None:
             self.st.extra["realised"] = True  # from here on, delete must look in the cloud
             lb = await call(
@@ -156,16 +108,16 @@ class LoadBalancerWorkflow(Entity):
             not lb.vip_address
             or ipaddress.ip_address(spec.vip_address) != ipaddress.ip_address(lb.vip_address)
         ):
-            raise _consistency(
+            raise consistency(
                 f"the load balancer's VIP is {lb.vip_address or 'unset'}, not the requested {spec.vip_address}; "
                 "the VIP cannot change: delete and recreate the resource to move it"
             )
         # P3: classify the load balancer.
-        if not _settled(lb.provisioning_status, f"load balancer {name}"):
+        if not settled(lb.provisioning_status, f"load balancer {name}"):
             return self._wait(f"P3 waiting for load balancer {lb.provisioning_status}", mutated=False)
         # P4: the VIP must be realised.
         if not lb.vip_address or not lb.vip_port_id:
-            raise _consistency(f"load balancer {name} is ACTIVE but has no VIP address or VIP port")
+            raise consistency(f"load balancer {name} is ACTIVE but has no VIP address or VIP port")
 
         # Observe the whole owned tree before any mutation: a child in ERROR stops the pass untouched.
         prefix = f"{name}-"
@@ -184,7 +136,7 @@ class LoadBalancerWorkflow(Entity):
         )
         owned: list[io.ListenerView | io.PoolView | io.MonitorView] = [*listeners, *pools, *monitors]
         for obj in owned:
-            if not _settled(obj.provisioning_status, obj.name):
+            if not settled(obj.provisioning_status, obj.name):
                 return self._wait(f"waiting for {obj.name} ({obj.provisioning_status})", mutated=False)
         wanted_pools = {io.pool_name(uid, ls.name) for ls in spec.listeners}
         ours = [p for p in pools if p.name in wanted_pools]
@@ -202,7 +154,7 @@ class LoadBalancerWorkflow(Entity):
         members = {p.id: m for p, m in zip(ours, member_lists, strict=True)}
         for pool_id, pool_members in members.items():
             for m in pool_members:
-                if not _settled(m.provisioning_status, f"member {m.address}:{m.port}"):
+                if not settled(m.provisioning_status, f"member {m.address}:{m.port}"):
                     return self._wait(f"waiting for the members of pool {pool_id}", mutated=False)
 
         # P5: the floating IP on the VIP port.
@@ -259,7 +211,7 @@ class LoadBalancerWorkflow(Entity):
     ) -> None:
         """Neutron calls do not lock the load balancer: the pass goes on after them."""
         self.set_step("P5 floating IP")
-        fip = _exactly_one(fips, f"floating IPs on VIP port {port_id} (more than one)")
+        fip = exactly_one(fips, f"floating IPs on VIP port {port_id} (more than one)")
         if fip is not None and spec.public_ip:
             self.st.ids["publicIP"] = fip.address
         elif fip is not None:
@@ -295,7 +247,7 @@ class LoadBalancerWorkflow(Entity):
         lname, pname = io.listener_name(uid, listener.name), io.pool_name(uid, listener.name)
 
         # P7a pool: find or create; fix lb-method drift (its protocol cannot change in place).
-        pool = _exactly_one([p for p in pools if p.name == pname], pname)
+        pool = exactly_one([p for p in pools if p.name == pname], pname)
         if pool is None:
             await call(
                 io.CREATE_POOL,
@@ -307,7 +259,7 @@ class LoadBalancerWorkflow(Entity):
             )
             return self._wait(f"P7a created pool {pname}; waiting for ACTIVE", mutated=True)
         if pool.protocol != pool_protocol(listener):
-            raise _consistency(
+            raise consistency(
                 f"pool {pname} has protocol {pool.protocol}, not {pool_protocol(listener)}; Octavia cannot "
                 "change it in place: give the listener a new name to replace it"
             )
@@ -321,7 +273,7 @@ class LoadBalancerWorkflow(Entity):
             return self._wait(f"P7a updated pool {pname}; waiting for ACTIVE", mutated=True)
 
         # P7b listener: find or create; converge CIDRs, default pool and idle timeouts in place.
-        seen = _exactly_one([ls for ls in listeners if ls.name == lname], lname)
+        seen = exactly_one([ls for ls in listeners if ls.name == lname], lname)
         if seen is None:
             timeout = idle_timeout_ms(listener)
             await call(
@@ -342,7 +294,7 @@ class LoadBalancerWorkflow(Entity):
             )
             return self._wait(f"P7b created listener {lname}; waiting for ACTIVE", mutated=True)
         if seen.protocol != listener.protocol or seen.port != listener.port:
-            raise _consistency(
+            raise consistency(
                 f"listener {lname} is {seen.protocol}/{seen.port}, not {listener.protocol}/{listener.port}; "
                 "give the listener a new name to replace it"
             )
@@ -374,7 +326,7 @@ class LoadBalancerWorkflow(Entity):
         if check is None:
             return None  # an existing monitor is an orphan: pruned in P8
         mname = io.monitor_name(uid, listener.name)
-        monitor = _exactly_one([m for m in monitors if m.name == mname], mname)
+        monitor = exactly_one([m for m in monitors if m.name == mname], mname)
         want_hm = (
             check.delay_seconds,
             check.timeout_seconds,
@@ -399,7 +351,7 @@ class LoadBalancerWorkflow(Entity):
             )
             return self._wait(f"P7d created health monitor {mname}; waiting for ACTIVE", mutated=True)
         if monitor.type != monitor_type(listener) or monitor.pool_id not in (None, pool.id):
-            raise _consistency(f"health monitor {mname} does not match its listener (type or pool differ)")
+            raise consistency(f"health monitor {mname} does not match its listener (type or pool differ)")
         if (monitor.delay, monitor.timeout, monitor.max_retries, monitor.max_retries_down) != want_hm:
             await call(
                 io.UPDATE_MONITOR,
@@ -442,7 +394,7 @@ class LoadBalancerWorkflow(Entity):
                 list[io.LoadBalancerView],
                 summary=f"find load balancer {name}",
             )
-            lb = _exactly_one(found, name)
+            lb = exactly_one(found, name)
             if lb is None:
                 for key in ("loadBalancerID", "vipAddress", "publicIP"):
                     self.st.ids[key] = None
