@@ -60,6 +60,8 @@ def cloud_ids(env: dict[str, str]) -> dict[str, str]:
             "OSPROV_IMAGE_ID": conn.image.find_image("osprov-image-a", ignore_missing=False).id,
             "OSPROV_REBUILD_IMAGE_ID": conn.image.find_image("osprov-image-b", ignore_missing=False).id,
             "OSPROV_VIP_NETWORK_ID": conn.network.find_network("osprov-vip-net", ignore_missing=False).id,
+            # The stack's shared network: the demo server gets a real port (IP and MAC) on it.
+            "OSPROV_NETWORK_ID": conn.network.find_network("osprov-vip-net", ignore_missing=False).id,
             "OSPROV_VIP_SUBNET_ID": conn.network.find_subnet("osprov-vip-subnet", ignore_missing=False).id,
         }
     finally:
@@ -68,8 +70,6 @@ def cloud_ids(env: dict[str, str]) -> dict[str, str]:
 
 def render(example: str, ids: dict[str, str]) -> str:
     text = (REPO / example).read_text().replace("region: RegionOne", f"region: {DEMO_REGION}")
-    # The local Neutron has no agent to bind ports, so the demo server boots without a NIC.
-    text = text.replace("  networks:\n    - networkID: ${OSPROV_NETWORK_ID}\n", "")
     for key, value in ids.items():
         text = text.replace("${" + key + "}", value)
     return text

@@ -26,6 +26,12 @@ class RunningEmulator:
     pid: int
     log_path: str
 
+    @property
+    def kubectl_cache_dir(self) -> str:
+        """kubectl caches discovery per host:port for hours; emulators of a test session reuse ports with
+        other CRDs, so each emulator gets its own cache (KUBECACHEDIR)."""
+        return str(Path(self.kubeconfig).parent / "kubectl-cache")
+
     def api_client(self) -> Any:
         """An official `kubernetes.client.ApiClient` for this emulator (plain http, no auth)."""
         from kubernetes import client

@@ -7,6 +7,7 @@ show what the status subresource holds.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ def kubectl(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(KUBECTL), "--kubeconfig", emulator.kubeconfig, *args],
+        env={**os.environ, "KUBECACHEDIR": emulator.kubectl_cache_dir},
         capture_output=True,
         text=True,
         input=stdin,

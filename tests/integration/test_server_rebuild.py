@@ -424,17 +424,17 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     assert [x["volumeId"] for x in attachments(admin, server_id)] == [volume_id]
     assert [a["server_id"] for a in admin.block_storage.get_volume(volume_id).attachments] == [server_id]
     assert obj["status"]["volumes"][0]["name"] == "shared"
-    # A second server naming the same volume: conflict in its status, no second attachment.
-    osprov.apply(
-        "Server", "thief", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
-    )
-    row = wait_for(
-        lambda: next(
-            iter(((osprov.get("Server", "thief") or {}).get("status") or {}).get("volumes") or []), None
-        ),
+    # A second server naming the same volume, and a Volume that does not exist: both rows say why,
+    # nothing is attached.
+    vols = [{"volume": "shared"}, {"volume": "no-such-volume"}]
+    osprov.apply("Server", "thief", server_spec(project, images[0], network) | {"volumes": vols})
+    rows = wait_for(
+        lambda: ((osprov.get("Server", "thief") or {}).get("status") or {}).get("volumes"),
         "the thief's attachment status",
         120,
     )
-    assert row and "no multi-attach" in row["message"]
+    by_name = {r["name"]: r for r in rows}
+    assert "no multi-attach" in by_name["shared"]["message"]
+    assert "has no Cinder volume" in by_name["no-such-volume"]["message"]
     assert (osprov.condition("Server", "thief", "Available") or {}).get("status") == "False"
     assert [a["server_id"] for a in admin.block_storage.get_volume(volume_id).attachments] == [server_id]

@@ -31,7 +31,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulato
 def kubectl(cluster: RunningEmulator, *args: str, timeout: float = 30) -> str:
     result = subprocess.run(
         [KUBECTL, *args],
-        env={**os.environ, "KUBECONFIG": cluster.kubeconfig},
+        env={**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -41,7 +41,7 @@ def kubectl(cluster: RunningEmulator, *args: str, timeout: float = 30) -> str:
 
 
 def start_kubectl(cluster: RunningEmulator, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "KUBECONFIG": cluster.kubeconfig}
+    env = {**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir}
     return subprocess.Popen(
         [KUBECTL, *args],
         env=env,
@@ -89,7 +89,7 @@ def test_apply_rejects_unknown_fields_server_side(cluster: RunningEmulator, tmp_
     )
     result = subprocess.run(
         [KUBECTL, "apply", "-f", str(bad)],
-        env={**os.environ, "KUBECONFIG": cluster.kubeconfig},
+        env={**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir},
         capture_output=True,
         text=True,
         timeout=30,
@@ -167,7 +167,7 @@ def test_the_documented_commands_with_the_project_crds(tmp_path: Path) -> None:
     with run_emulator(tmp_path) as running:
 
         def run(*args: str) -> str:
-            env = {**os.environ, "KUBECONFIG": running.kubeconfig}
+            env = {**os.environ, "KUBECONFIG": running.kubeconfig, "KUBECACHEDIR": running.kubectl_cache_dir}
             result = subprocess.run(
                 [KUBECTL, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=30
             )
@@ -175,7 +175,7 @@ def test_the_documented_commands_with_the_project_crds(tmp_path: Path) -> None:
             return result.stdout
 
         def start(*args: str) -> subprocess.Popen[str]:
-            env = {**os.environ, "KUBECONFIG": running.kubeconfig}
+            env = {**os.environ, "KUBECONFIG": running.kubeconfig, "KUBECACHEDIR": running.kubectl_cache_dir}
             return subprocess.Popen(
                 [KUBECTL, *args],
                 cwd=REPO,
@@ -247,7 +247,7 @@ def test_kubectl_get_pages_through_large_lists(cluster: RunningEmulator) -> None
     result = subprocess.run(
         [KUBECTL, "apply", "-n", "paged", "-f", "-"],
         input=docs,
-        env={**os.environ, "KUBECONFIG": cluster.kubeconfig},
+        env={**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir},
         capture_output=True,
         text=True,
         timeout=60,
