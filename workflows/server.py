@@ -48,6 +48,7 @@ DELETE_POLL_SECONDS = 2.0
 # The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
 SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
 SUBMIT_TIMEOUT = timedelta(seconds=30)
+PATCH_REBUILD_ATTRIBUTE = "server-rebuild-search-attribute"  # upserts OsprovRebuild (new commands)
 PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write during finalize (new command)
 PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
 
@@ -159,6 +160,8 @@ class ServerWorkflow(Entity):
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
         """OsprovRebuild = the marker's state, so `OsprovRebuild = 'Failed'` lists parked rebuilds."""
+        if not workflow.patched(PATCH_REBUILD_ATTRIBUTE):  # runs started before it: no such upsert
+            return []
         m = self.marker
         return [SA_REBUILD.value_set(str(m.state.value)) if m else SA_REBUILD.value_unset()]
 
