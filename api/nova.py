@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
 
@@ -19,6 +19,13 @@ HEALTHY = "Healthy"  # the Server's second condition type, next to Available
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 DEVICE_PATTERN = r"^/dev/[a-z0-9]+$"
 FLAVOR_IMMUTABLE_MESSAGE = "spec.flavor cannot change: resizing is not supported; replace the Server"
+# Spec level, so adding networks to a server created without them is caught too (absent = []).
+NETWORKS_IMMUTABLE_RULE = (
+    "(has(self.networks) ? self.networks : []) == (has(oldSelf.networks) ? oldSelf.networks : [])"
+)
+NETWORKS_IMMUTABLE_MESSAGE = (
+    "spec.networks cannot change: ports are made at create time (a rebuild keeps them); replace the Server"
+)
 
 
 class HealthyReason(StrEnum):
@@ -73,6 +80,14 @@ class ServerVolume(CamelModel):
 class ServerSpec(CloudSpec):
     """A Nova server named server-{metadata.uid} in spec.project."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE}
+            ]
+        }
+    )
+
     flavor: str = Field(
         min_length=1,
         max_length=255,
@@ -91,7 +106,8 @@ class ServerSpec(CloudSpec):
     networks: list[ServerNetwork] = Field(
         default_factory=list,
         max_length=16,
-        description="Networks to attach, in order; empty: no network interface (Nova networks=none).",
+        description="Networks to attach, in order; empty: no network interface (Nova networks=none). "
+        "Immutable.",
     )
     keypair: str | None = Field(
         default=None, max_length=255, description="Nova keypair name; create-time only (kept on rebuild)."

@@ -10,7 +10,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from api.cinder import VolumeSpec, VolumeStatus
-from api.nova import RebuildMarker, RebuildState, ServerPhase, ServerSpec, ServerStatus
+from api.nova import (
+    NETWORKS_IMMUTABLE_MESSAGE,
+    RebuildMarker,
+    RebuildState,
+    ServerPhase,
+    ServerSpec,
+    ServerStatus,
+)
 from api.octavia import LoadBalancerSpec
 from api.registry import CLOUD_KINDS, kind_info
 from tests.api.schema_check import violations
@@ -171,6 +178,11 @@ def test_server_round_trip_and_rules() -> None:
     assert _update("Server", SERVER, {**SERVER, "flavor": "m1.small"}) == [
         "spec.flavor cannot change: resizing is not supported; replace the Server"
     ]
+    moved = {**SERVER, "networks": [{"networkID": "net-other"}]}
+    assert _update("Server", SERVER, moved) == [NETWORKS_IMMUTABLE_MESSAGE]
+    bare = {k: v for k, v in SERVER.items() if k != "networks"}
+    assert _update("Server", bare, SERVER) == [NETWORKS_IMMUTABLE_MESSAGE]  # added after create
+    assert _update("Server", bare, {**bare, "networks": []}) == []  # absent and empty mean the same
 
 
 def test_server_status_wire_names() -> None:

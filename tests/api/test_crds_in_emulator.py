@@ -75,6 +75,12 @@ def test_defaults_are_applied(applied: RunningEmulator) -> None:
         ("volume/demo-data", "merge", {"spec": {"size": 2}}, "spec.size cannot change"),
         ("server/demo-server", "merge", {"spec": {"flavor": "m1.large"}}, "spec.flavor cannot change"),
         (
+            "server/demo-server",
+            "merge",
+            {"spec": {"networks": [{"networkID": "other"}]}},
+            "spec.networks cannot change",
+        ),
+        (
             "roleassignments.keystone.osh.openstack.org/cinder-cinder-admin",
             "merge",
             {"spec": {"group": {"name": "admins", "domain": "service"}}},
