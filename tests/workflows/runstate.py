@@ -16,6 +16,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType as E
 from temporalio.client import WorkflowHandle
@@ -48,7 +49,7 @@ class RunState:
         return self.closed or not (self.task_in_flight or self.activities)
 
 
-async def read(handle: WorkflowHandle) -> RunState:  # type: ignore[type-arg]
+async def read(handle: WorkflowHandle[Any, Any]) -> RunState:
     st = RunState()
     async for e in handle.fetch_history_events():
         t = e.event_type
