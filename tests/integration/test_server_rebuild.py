@@ -138,8 +138,17 @@ def compute_done(admin: openstack.connection.Connection, server_id: str) -> bool
     return True
 
 
+def status(osprov: Osprov, name: str) -> dict[str, Any]:
+    """The Server's status now ({} while it has none)."""
+    return (osprov.get("Server", name) or {}).get("status") or {}
+
+
 def marker(osprov: Osprov, name: str) -> dict[str, Any] | None:
-    return ((osprov.get("Server", name) or {}).get("status") or {}).get("rebuild")
+    return status(osprov, name).get("rebuild")
+
+
+def volume_spec(project: str) -> dict[str, Any]:
+    return {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
 
 
 def settled(osprov: Osprov, name: str, generation: int) -> dict[str, Any]:
@@ -166,7 +175,7 @@ def test_rebuild_happy_path_keeps_uuid_and_ip_and_is_accepted_once(
     before = nova_server(admin, server_id)
     [port] = admin.network.ports(device_id=server_id)
     assert port.network_id == network and port.fixed_ips
-    st = (osprov.get("Server", "happy") or {})["status"]
+    st = status(osprov, "happy")
     assert st["phase"] == "Running" and st["launchedAt"] and st["macAddress"] == port.mac_address
     with slow_spawn(SLOW):
         osprov.apply("Server", "happy", server_spec(project, b, network))
@@ -188,7 +197,7 @@ def test_rebuild_happy_path_keeps_uuid_and_ip_and_is_accepted_once(
     assert [(p.id, p.fixed_ips) for p in admin.network.ports(device_id=server_id)] == [
         (port.id, port.fixed_ips)
     ]
-    assert (osprov.get("Server", "happy") or {})["status"]["macAddress"] == port.mac_address
+    assert status(osprov, "happy")["macAddress"] == port.mac_address
     assert rebuilds(admin, server_id) == 1
 
 
@@ -353,7 +362,7 @@ def test_volume_attached_once_survives_a_rebuild_and_detaches_when_removed(
     network: str,
 ) -> None:
     a, b = images
-    vol_spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+    vol_spec = volume_spec(project)
     osprov.apply("Volume", "disk", vol_spec)
     volume_id = osprov.wait_ready("Volume", "disk", timeout_s=90, ctype="Available")["status"]["volumeID"]
     with_disk = server_spec(project, a, network) | {"volumes": [{"volume": "disk"}]}
@@ -382,9 +391,7 @@ def test_P7a_image_change_before_first_boot_waits_then_rebuilds_once(
     a, b = images
     with slow_spawn(SLOW * 3):
         osprov.apply("Server", "late", server_spec(project, a, network))
-        server_id = wait_for(
-            lambda: ((osprov.get("Server", "late") or {}).get("status") or {}).get("serverID"), "created", 60
-        )
+        server_id = wait_for(lambda: status(osprov, "late").get("serverID"), "created", 60)
         osprov.apply("Server", "late", server_spec(project, b, network))
         # The workflow has seen generation 2 while Nova still builds: it waits (P7a), nothing is sent.
         wait_for(
@@ -407,15 +414,13 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     images: tuple[str, str],
     network: str,
 ) -> None:
-    vol_spec = {"project": {"name": project, "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+    vol_spec = volume_spec(project)
     osprov.apply("Volume", "shared", vol_spec)
     volume_id = osprov.wait_ready("Volume", "shared", timeout_s=90, ctype="Available")["status"]["volumeID"]
     osprov.apply(
         "Server", "owner", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
     )
-    server_id = wait_for(
-        lambda: ((osprov.get("Server", "owner") or {}).get("status") or {}).get("serverID"), "created", 60
-    )
+    server_id = wait_for(lambda: status(osprov, "owner").get("serverID"), "created", 60)
     # Kill -9 as soon as Nova has accepted the attach, before the worker can record its result.
     wait_for(lambda: attachments(admin, server_id), "attach accepted by Nova", 90, interval_s=0.05)
     osprov.worker.kill()
@@ -429,7 +434,7 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     vols = [{"volume": "shared"}, {"volume": "no-such-volume"}]
     osprov.apply("Server", "thief", server_spec(project, images[0], network) | {"volumes": vols})
     rows = wait_for(
-        lambda: ((osprov.get("Server", "thief") or {}).get("status") or {}).get("volumes"),
+        lambda: status(osprov, "thief").get("volumes"),
         "the thief's attachment status",
         120,
     )
