@@ -10,7 +10,8 @@ fault can be switched while clients are connected:
         proxy.set_fault(Fault.PASS)
 
 Faults apply to connections accepted after the switch; set_fault(..., drop_existing=True) also
-severs live ones (pooled keep-alive connections would otherwise keep working).
+severs live ones (pooled keep-alive connections would otherwise keep working). HOLD_ANSWER is the
+exception: it is judged per request, so it also holds requests on live keep-alive connections.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import enum
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -32,12 +34,16 @@ class Fault(enum.Enum):
     DELAY = "delay"  # forward after delay_seconds
     HTTP_503 = "http_503"  # answer 503 Service Unavailable without forwarding
     GARBAGE = "garbage"  # answer 200 with an unparseable JSON body and a short Content-Length
+    # Forward every request, but a request with one of `hold_methods` gets no answer: it lands upstream
+    # and the client waits (the crash window "the call was accepted, its result not yet recorded").
+    HOLD_ANSWER = "hold_answer"
 
 
 @dataclass
 class _Config:
     fault: Fault = Fault.PASS
     delay_seconds: float = 0.0
+    hold_methods: tuple[str, ...] = ()
 
 
 class FaultProxy:
@@ -81,8 +87,14 @@ class FaultProxy:
     def url(self) -> str:
         return f"http://{self.listen_host}:{self.port}"
 
-    def set_fault(self, fault: Fault, delay_seconds: float = 0.0, drop_existing: bool = False) -> None:
-        self._config = _Config(fault, delay_seconds)
+    def set_fault(
+        self,
+        fault: Fault,
+        delay_seconds: float = 0.0,
+        drop_existing: bool = False,
+        hold_methods: tuple[str, ...] = ("POST",),
+    ) -> None:
+        self._config = _Config(fault, delay_seconds, tuple(hold_methods))
         if drop_existing:
 
             async def drop() -> None:
@@ -119,8 +131,12 @@ class FaultProxy:
                 await asyncio.sleep(config.delay_seconds)
             up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
             self._live.add(up_writer)
+            held = asyncio.Event()  # set once a request on this connection must get no answer
             try:
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                await asyncio.gather(
+                    _pipe(reader, up_writer, on_chunk=lambda chunk: self._maybe_hold(chunk, held)),
+                    _pipe(up_reader, writer, muted=held),
+                )
             finally:
                 self._live.discard(up_writer)
                 up_writer.close()
@@ -131,17 +147,36 @@ class FaultProxy:
             with contextlib.suppress(Exception):
                 writer.close()
 
+    def _maybe_hold(self, chunk: bytes, held: asyncio.Event) -> None:
+        # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
+        # chunk; it is judged before the bytes go upstream, hence before any answer can come back.
+        config = self._config
+        if config.fault is Fault.HOLD_ANSWER and any(
+            chunk.startswith(method.encode() + b" ") for method in config.hold_methods
+        ):
+            held.set()
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+
+async def _pipe(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    on_chunk: Callable[[bytes], None] | None = None,
+    muted: asyncio.Event | None = None,
+) -> None:
     try:
         while data := await reader.read(65536):
+            if on_chunk is not None:
+                on_chunk(data)
+            if muted is not None and muted.is_set():
+                continue  # swallowed: the client never hears back on this connection
             writer.write(data)
             await writer.drain()
     except (ConnectionError, OSError):
         pass
     finally:
-        with contextlib.suppress(Exception):
-            writer.write_eof()
+        if muted is None or not muted.is_set():  # a held answer leaves the client waiting, not closed
+            with contextlib.suppress(Exception):
+                writer.write_eof()
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:

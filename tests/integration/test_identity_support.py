@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.client import Client
 
@@ -24,7 +23,7 @@ from api.registry import IDENTITY_KINDS
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv
-from tests.support.osprov import Osprov, admin_connection
+from tests.support.osprov import Osprov, admin_connection, clouds_env
 from tests.support.waiting import wait_for
 
 
@@ -224,14 +223,12 @@ def assert_no_leaks(osprov: Osprov, passwords: Passwords, since: datetime) -> in
 
 def proxied_clouds_env(stack: StackEnv, tmp: Path, proxy: FaultProxy) -> dict[str, str]:
     """Env for a worker whose every Keystone request (auth and API) goes through `proxy`."""
-    clouds = yaml.safe_load(stack.clouds_yaml.read_text())
-    entry = clouds["clouds"][stack.cloud]
-    entry["auth"]["auth_url"] = f"{proxy.url}/v3"
-    entry["identity_endpoint_override"] = f"{proxy.url}/v3"
-    path = tmp / "clouds-proxied.yaml"
-    path.write_text(yaml.safe_dump(clouds))
-    path.chmod(0o600)
-    return {"OS_CLIENT_CONFIG_FILE": str(path)}
+
+    def through_proxy(entry: dict[str, Any]) -> None:
+        entry["auth"]["auth_url"] = f"{proxy.url}/v3"
+        entry["identity_endpoint_override"] = f"{proxy.url}/v3"
+
+    return clouds_env(stack, tmp, through_proxy)
 
 
 def now() -> datetime:

@@ -19,10 +19,12 @@ from kubernetes.client.exceptions import ApiException
 
 from api.cinder_io import ERROR_MESSAGE, volume_name
 from api.registry import kind_info
+from devenv.config import PORTS
 from devenv.faults.cloud_state import cinder_reset_status
+from devenv.faults.proxy import Fault, FaultProxy
 from devenv.openstack.catalog import VOLUME_TYPE
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import REPO, Osprov, admin_connection, clouds_env, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -82,10 +84,39 @@ def ensure_volume_crd(stack: StackEnv) -> None:
 
 
 @pytest.fixture(scope="module")
-def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
+def cinder_proxy() -> Iterator[FaultProxy]:
+    """The worker reaches Cinder through this proxy (crash windows on demand); it passes by default."""
+    with FaultProxy("127.0.0.1", PORTS.cinder) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def osprov(
+    full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, cinder_proxy: FaultProxy
+) -> Iterator[Osprov]:
     ensure_volume_crd(full_stack)
+    tmp = tmp_path_factory.mktemp("volume")
+
+    def cinder_through_proxy(entry: dict[str, Any]) -> None:
+        # With both set, openstacksdk trusts the override instead of running version discovery on it.
+        entry["block_storage_endpoint_override"] = f"{cinder_proxy.url}/v3/%(project_id)s"
+        entry["block_storage_api_version"] = "3"
+
     # A short resync, so a volume put into error behind osprov's back is seen within seconds.
-    yield from run_osprov(full_stack, tmp_path_factory.mktemp("volume"), resync_seconds=5)
+    yield from run_osprov(
+        full_stack, tmp, resync_seconds=5, extra_env=clouds_env(full_stack, tmp, cinder_through_proxy)
+    )
+
+
+@pytest.fixture(autouse=True)
+def processes_running(osprov: Osprov, cinder_proxy: FaultProxy) -> Iterator[None]:
+    """A test that stops the worker, the bridge or Cinder's answers and then fails must not take the
+    tests after it down with it."""
+    yield
+    cinder_proxy.set_fault(Fault.PASS)
+    for proc in osprov.procs:
+        if proc.popen is None or proc.popen.poll() is not None:
+            proc.start()
 
 
 def spec(project: str, **extra: Any) -> dict[str, Any]:
@@ -156,15 +187,17 @@ def test_volume_class_becomes_the_cinder_volume_type(
 
 
 def test_worker_killed_after_create_accepted_adopts_instead_of_duplicating(
-    osprov: Osprov, admin: openstack.connection.Connection, project: str
+    osprov: Osprov, admin: openstack.connection.Connection, project: str, cinder_proxy: FaultProxy
 ) -> None:
+    # Cinder accepts every create, but its answers never reach the worker: the window is held open.
+    cinder_proxy.set_fault(Fault.HOLD_ANSWER, hold_methods=("POST",))
     names = [f"crash-{i}" for i in range(4)]
     for name in names:
         osprov.apply("Volume", name, spec(project))
     uids = {name: uid_of(osprov, name) for name in names}
-    # kill -9 as soon as Cinder has accepted a first create: the others are in flight or not yet sent.
     wait_for(lambda: any(cinder_named(admin, volume_name(u)) for u in uids.values()), "a first volume", 60)
     osprov.worker.kill()
+    cinder_proxy.set_fault(Fault.PASS)
     # The window under test: Cinder accepted a create whose volume no status names yet.
     in_window = [
         n
@@ -172,7 +205,7 @@ def test_worker_killed_after_create_accepted_adopts_instead_of_duplicating(
         if cinder_named(admin, volume_name(u))
         and "volumeID" not in ((osprov.get("Volume", n) or {}).get("status") or {})
     ]
-    assert in_window, "the kill landed after every accepted create had its status written"
+    assert in_window, "no accepted create was unanswered when the worker was killed"
     osprov.worker.start()
     for name in names:
         obj = provisioned(osprov, name, timeout_s=150)

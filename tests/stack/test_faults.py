@@ -111,5 +111,11 @@ def test_fault_proxy_in_front_of_keystone(identity_stack: StackEnv) -> None:
         with pytest.raises((TimeoutError, urllib.error.URLError)):
             _get(url, timeout=1.0)
 
+        proxy.set_fault(Fault.HOLD_ANSWER, hold_methods=("GET",))  # forwarded, never answered
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            _get(url, timeout=1.0)
+        proxy.set_fault(Fault.HOLD_ANSWER, hold_methods=("POST",))  # other methods pass
+        assert _get(url)[0] == 200
+
         proxy.set_fault(Fault.PASS)
         assert _get(url)[0] == 200

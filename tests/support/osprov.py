@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import kubernetes
 import openstack
 import openstack.config
 import openstack.connection
+import yaml
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client
 from temporalio.service import RPCError
@@ -156,6 +157,17 @@ class Osprov:
 def admin_connection(stack: StackEnv) -> openstack.connection.Connection:
     loader = openstack.config.OpenStackConfig(config_files=[str(stack.clouds_yaml)], load_envvars=False)
     return openstack.connection.Connection(config=loader.get_one(cloud=stack.cloud))
+
+
+def clouds_env(stack: StackEnv, tmp: Path, edit: Callable[[dict[str, Any]], None]) -> dict[str, str]:
+    """Env for a worker whose clouds.yaml entry is the stack's as changed by `edit` (for example, one
+    service reached through a fault proxy)."""
+    clouds = yaml.safe_load(stack.clouds_yaml.read_text())
+    edit(clouds["clouds"][stack.cloud])
+    path = tmp / "clouds-edited.yaml"
+    path.write_text(yaml.safe_dump(clouds))
+    path.chmod(0o600)
+    return {"OS_CLIENT_CONFIG_FILE": str(path)}
 
 
 def run_osprov(
