@@ -79,6 +79,12 @@ class Osprov:
     kube: kubernetes.client.ApiClient
     procs: list[Proc] = field(default_factory=list)
 
+    def ensure_running(self) -> None:
+        """Start whichever process a test killed or stopped and left down."""
+        for proc in self.procs:
+            if proc.popen is None or proc.popen.poll() is not None:
+                proc.start()
+
     # ----- Kubernetes side ----------------------------------------------------------------------
     @property
     def custom(self) -> kubernetes.client.CustomObjectsApi:
