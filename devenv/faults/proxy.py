@@ -22,7 +22,7 @@ import enum
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -102,6 +102,15 @@ class FaultProxy:
                     _reset(writer)
 
             asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=10)
+
+    @contextlib.contextmanager
+    def holding(self, methods: tuple[str, ...] = ("POST",)) -> Iterator[FaultProxy]:
+        """HOLD_ANSWER for `methods` inside the block, PASS after it (also when the block fails)."""
+        self.set_fault(Fault.HOLD_ANSWER, hold_methods=methods)
+        try:
+            yield self
+        finally:
+            self.set_fault(Fault.PASS)
 
     # proxying --------------------------------------------------------------------------------
     async def _serve(self) -> int:

@@ -21,11 +21,13 @@ from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client
 
 from api.registry import kind_info
+from devenv.config import PORTS
 from devenv.faults.cloud_state import nova_instance_actions, nova_reset_state
+from devenv.faults.proxy import FaultProxy
 from devenv.faults.slow_driver import slow_spawn
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import REPO, Osprov, admin_connection, clouds_env, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -101,10 +103,27 @@ def ensure_crd(stack: StackEnv, kind: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
+def nova_proxy() -> Iterator[FaultProxy]:
+    """The worker reaches Nova through this proxy, so a test can hold a crash window open; it passes
+    everything unless a test holds answers."""
+    with FaultProxy("127.0.0.1", PORTS.nova) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def osprov(
+    full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, nova_proxy: FaultProxy
+) -> Iterator[Osprov]:
     ensure_crd(full_stack, "Server")
     ensure_crd(full_stack, "Volume")
-    yield from run_osprov(full_stack, tmp_path_factory.mktemp("server"))
+    tmp = tmp_path_factory.mktemp("server")
+
+    def nova_through_proxy(entry: dict[str, Any]) -> None:
+        # With both set, openstacksdk trusts the override (the activities pin their microversion).
+        entry["compute_endpoint_override"] = f"{nova_proxy.url}/v2.1"
+        entry["compute_api_version"] = "2"
+
+    yield from run_osprov(full_stack, tmp, extra_env=clouds_env(full_stack, tmp, nova_through_proxy))
 
 
 def server_spec(project: str, image: str, network: str | None = None) -> dict[str, Any]:
@@ -207,21 +226,25 @@ def test_worker_killed_at_each_boundary_accepts_exactly_one_rebuild(
     project: str,
     images: tuple[str, str],
     network: str,
+    nova_proxy: FaultProxy,
 ) -> None:
     a, b = images
     server_id = create(osprov, "crash", server_spec(project, a, network))
     boundaries = [
-        # (image, what the kill waits for)
-        (b, lambda: (marker(osprov, "crash") or {}).get("state") == "Initiated"),  # after arming
-        (a, lambda: rebuilds(admin, server_id) == 2),  # the POST was accepted, its result not yet recorded
-        (b, lambda: (marker(osprov, "crash") or {}).get("state") == "Rebuilding"),  # during settlement
+        # (image, what the kill waits for, Nova's answers held)
+        (b, lambda: (marker(osprov, "crash") or {}).get("state") == "Initiated", ()),  # after arming
+        # The POST was accepted and its answer held, so its result cannot have been recorded.
+        (a, lambda: rebuilds(admin, server_id) == 2, ("POST",)),
+        (b, lambda: (marker(osprov, "crash") or {}).get("state") == "Rebuilding", ()),  # during settlement
     ]
-    for generation, (image, kill_when) in enumerate(boundaries, start=2):
-        with slow_spawn(SLOW):
+    for generation, (image, kill_when, held) in enumerate(boundaries, start=2):
+        with slow_spawn(SLOW), nova_proxy.holding(held):
             osprov.apply("Server", "crash", server_spec(project, image, network))
             wait_for(kill_when, f"boundary of generation {generation}", 60, interval_s=0.05)
             osprov.worker.kill()
-            osprov.worker.start()
+        if held:
+            assert (marker(osprov, "crash") or {}).get("state") != "Rebuilding"  # the window held open
+        osprov.worker.start()
         settled(osprov, "crash", generation)
         assert nova_server(admin, server_id)["image"]["id"] == image
         assert rebuilds(admin, server_id) == generation - 1, f"generation {generation}"
@@ -233,17 +256,20 @@ def test_worker_killed_right_after_create_makes_one_server(
     project: str,
     images: tuple[str, str],
     network: str,
+    nova_proxy: FaultProxy,
 ) -> None:
-    osprov.apply("Server", "once", server_spec(project, images[0], network))
-    uid = (osprov.get("Server", "once") or {})["metadata"]["uid"]
-    name = f"server-{uid}"
-    wait_for(
-        lambda: list(admin.compute.servers(all_projects=True, name=f"^{name}$")),
-        "server created",
-        60,
-        interval_s=0.05,
-    )
-    osprov.worker.kill()
+    with nova_proxy.holding(("POST",)):  # Nova accepts the create; the worker never hears back
+        osprov.apply("Server", "once", server_spec(project, images[0], network))
+        uid = (osprov.get("Server", "once") or {})["metadata"]["uid"]
+        name = f"server-{uid}"
+        wait_for(
+            lambda: list(admin.compute.servers(all_projects=True, name=f"^{name}$")),
+            "server created",
+            60,
+            interval_s=0.05,
+        )
+        osprov.worker.kill()
+    assert "serverID" not in status(osprov, "once")  # killed inside the window
     osprov.worker.start()
     server_id = osprov.wait_ready("Server", "once", timeout_s=120, ctype="Available")["status"]["serverID"]
     assert [s.id for s in admin.compute.servers(all_projects=True, name=f"^{name}$")] == [server_id]
@@ -413,6 +439,7 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     project: str,
     images: tuple[str, str],
     network: str,
+    nova_proxy: FaultProxy,
 ) -> None:
     vol_spec = volume_spec(project)
     osprov.apply("Volume", "shared", vol_spec)
@@ -421,9 +448,11 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
         "Server", "owner", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
     )
     server_id = wait_for(lambda: status(osprov, "owner").get("serverID"), "created", 60)
-    # Kill -9 as soon as Nova has accepted the attach, before the worker can record its result.
-    wait_for(lambda: attachments(admin, server_id), "attach accepted by Nova", 90, interval_s=0.05)
-    osprov.worker.kill()
+    # Kill -9 once Nova has accepted the attach whose answer is held: its result cannot be recorded.
+    with nova_proxy.holding(("POST",)):
+        wait_for(lambda: attachments(admin, server_id), "attach accepted by Nova", 90, interval_s=0.05)
+        osprov.worker.kill()
+    assert not [row for row in status(osprov, "owner").get("volumes") or [] if row.get("device")]
     osprov.worker.start()
     obj = osprov.wait_ready("Server", "owner", timeout_s=120, ctype="Available")
     assert [x["volumeId"] for x in attachments(admin, server_id)] == [volume_id]
