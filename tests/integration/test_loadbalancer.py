@@ -12,18 +12,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import kubernetes
 import openstack.connection
 import pytest
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from api import octavia
-from api.registry import kind_info
 from devenv.faults.cloud_state import octavia_force_provisioning_status
 from devenv.openstack.catalog import VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -72,27 +69,9 @@ def project(admin: openstack.connection.Connection) -> Iterator[Any]:
         admin.network.delete_ip(fip.id, ignore_missing=True)
 
 
-def ensure_crd(stack: StackEnv) -> None:
-    """Install the generated LoadBalancer CRD if the running kube emulator started before it existed."""
-    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
-    info = kind_info(KIND)
-    ext = kubernetes.client.ApiextensionsV1Api(api)
-    try:
-        ext.read_custom_resource_definition(info.crd_name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        ext.create_custom_resource_definition(
-            yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
-        )
-    custom = kubernetes.client.CustomObjectsApi(api)
-    wait_for(lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,
-             "the LoadBalancer CRD is served", 30)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
-    ensure_crd(full_stack)
+    ensure_crd(full_stack, KIND)
     yield from run_osprov(full_stack, tmp_path_factory.mktemp("loadbalancer"), resync_seconds=30)
 
 

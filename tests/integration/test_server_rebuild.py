@@ -13,21 +13,24 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import kubernetes
 import openstack.connection
 import pytest
-import yaml
-from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client
 
-from api.registry import kind_info
 from devenv.config import PORTS
 from devenv.faults.cloud_state import nova_instance_actions, nova_reset_state
 from devenv.faults.proxy import FaultProxy
 from devenv.faults.slow_driver import slow_spawn
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, clouds_env, run_osprov
+from tests.support.osprov import (
+    Osprov,
+    admin_connection,
+    clouds_env,
+    endpoint_override,
+    ensure_crd,
+    run_osprov,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -83,25 +86,6 @@ def network(admin: openstack.connection.Connection, project: str) -> Iterator[st
     admin.network.delete_network(net.id, ignore_missing=True)
 
 
-def ensure_crd(stack: StackEnv, kind: str) -> None:
-    """Install the generated CRD if the running kube emulator started before it existed."""
-    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
-    info = kind_info(kind)
-    try:
-        kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition(info.crd_name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
-        kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(body)
-    custom = kubernetes.client.CustomObjectsApi(api)
-    wait_for(
-        lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,
-        f"the {kind} CRD is served",
-        30,
-    )
-
-
 @pytest.fixture(scope="module")
 def nova_proxy() -> Iterator[FaultProxy]:
     """The worker reaches Nova through this proxy, so a test can hold a crash window open; it passes
@@ -117,13 +101,8 @@ def osprov(
     ensure_crd(full_stack, "Server")
     ensure_crd(full_stack, "Volume")
     tmp = tmp_path_factory.mktemp("server")
-
-    def nova_through_proxy(entry: dict[str, Any]) -> None:
-        # With both set, openstacksdk trusts the override (the activities pin their microversion).
-        entry["compute_endpoint_override"] = f"{nova_proxy.url}/v2.1"
-        entry["compute_api_version"] = "2"
-
-    yield from run_osprov(full_stack, tmp, extra_env=clouds_env(full_stack, tmp, nova_through_proxy))
+    nova = endpoint_override("compute", f"{nova_proxy.url}/v2.1", "2")  # the activities pin a microversion
+    yield from run_osprov(full_stack, tmp, extra_env=clouds_env(full_stack, tmp, nova))
 
 
 def server_spec(project: str, image: str, network: str | None = None) -> dict[str, Any]:

@@ -11,20 +11,23 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import kubernetes
 import openstack.connection
 import pytest
-import yaml
-from kubernetes.client.exceptions import ApiException
 
 from api.cinder_io import ERROR_MESSAGE, volume_name
-from api.registry import kind_info
 from devenv.config import PORTS
 from devenv.faults.cloud_state import cinder_reset_status
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.catalog import VOLUME_TYPE
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, clouds_env, run_osprov
+from tests.support.osprov import (
+    Osprov,
+    admin_connection,
+    clouds_env,
+    endpoint_override,
+    ensure_crd,
+    run_osprov,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -63,26 +66,6 @@ def project(admin: openstack.connection.Connection) -> Iterator[str]:
         admin.block_storage.delete_volume(vol.id, ignore_missing=True)
 
 
-def ensure_volume_crd(stack: StackEnv) -> None:
-    """Install the generated Volume CRD if the running kube emulator started before it existed."""
-    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
-    ext = kubernetes.client.ApiextensionsV1Api(api)
-    info = kind_info("Volume")
-    try:
-        ext.read_custom_resource_definition(info.crd_name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
-        ext.create_custom_resource_definition(body)
-    custom = kubernetes.client.CustomObjectsApi(api)
-    wait_for(
-        lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,
-        "the Volume CRD is served",
-        30,
-    )
-
-
 @pytest.fixture(scope="module")
 def cinder_proxy() -> Iterator[FaultProxy]:
     """The worker reaches Cinder through this proxy (crash windows on demand); it passes by default."""
@@ -94,18 +77,11 @@ def cinder_proxy() -> Iterator[FaultProxy]:
 def osprov(
     full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, cinder_proxy: FaultProxy
 ) -> Iterator[Osprov]:
-    ensure_volume_crd(full_stack)
+    ensure_crd(full_stack, "Volume")
     tmp = tmp_path_factory.mktemp("volume")
-
-    def cinder_through_proxy(entry: dict[str, Any]) -> None:
-        # With both set, openstacksdk trusts the override instead of running version discovery on it.
-        entry["block_storage_endpoint_override"] = f"{cinder_proxy.url}/v3/%(project_id)s"
-        entry["block_storage_api_version"] = "3"
-
+    cinder = endpoint_override("block_storage", f"{cinder_proxy.url}/v3/%(project_id)s", "3")
     # A short resync, so a volume put into error behind osprov's back is seen within seconds.
-    yield from run_osprov(
-        full_stack, tmp, resync_seconds=5, extra_env=clouds_env(full_stack, tmp, cinder_through_proxy)
-    )
+    yield from run_osprov(full_stack, tmp, resync_seconds=5, extra_env=clouds_env(full_stack, tmp, cinder))
 
 
 def spec(project: str, **extra: Any) -> dict[str, Any]:

@@ -176,6 +176,40 @@ def clouds_env(stack: StackEnv, tmp: Path, edit: Callable[[dict[str, Any]], None
     return {"OS_CLIENT_CONFIG_FILE": str(path)}
 
 
+def endpoint_override(service: str, url: str, api_version: str) -> Callable[[dict[str, Any]], None]:
+    """A clouds.yaml edit for clouds_env: `service` (e.g. block_storage, compute) is reached at `url`.
+    With both the override and the API version set, openstacksdk trusts the URL instead of running version
+    discovery on it."""
+
+    def edit(entry: dict[str, Any]) -> None:
+        entry[f"{service}_endpoint_override"] = url
+        entry[f"{service}_api_version"] = api_version
+
+    return edit
+
+
+def ensure_crd(stack: StackEnv, kind: str) -> None:
+    """Install the generated CRD of `kind` if the running kube emulator started before it existed."""
+    from api.registry import kind_info
+
+    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
+    info = kind_info(kind)
+    ext = kubernetes.client.ApiextensionsV1Api(api)
+    try:
+        ext.read_custom_resource_definition(info.crd_name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
+        ext.create_custom_resource_definition(body)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    wait_for(
+        lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,
+        f"the {kind} CRD is served",
+        30,
+    )
+
+
 def run_osprov(
     stack: StackEnv,
     tmp: Path,
