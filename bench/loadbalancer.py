@@ -27,17 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import openstack.connection
-import yaml
-from kubernetes.client.exceptions import ApiException
 
 from api import octavia_io as io
-from api.registry import kind_info
 from devenv import stack
 from devenv.openstack.catalog import PUBLIC_NETWORK, VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 DEADLINE_S = 300.0
 KIND = "LoadBalancer"
@@ -89,19 +85,6 @@ def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> None:
 
 
 # ----- osprov ------------------------------------------------------------------------------------
-
-
-def ensure_crd(env: StackEnv) -> None:
-    """Install the generated LoadBalancer CRD if the running kube emulator started before it existed."""
-    api = kubernetes.config.new_client_from_config(config_file=str(env.kubeconfig))
-    info = kind_info(KIND)
-    try:
-        kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition(info.crd_name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
-        kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(body)
 
 
 def _converged(o: Osprov, name: str, generation: int) -> bool:
@@ -214,7 +197,7 @@ def main() -> None:
     if not env.full:
         raise SystemExit("needs the full local stack: osprov dev up --full")
     os.environ.update(env.env)
-    ensure_crd(env)
+    ensure_crd(env, KIND)
     admin = admin_connection(env)
     identity: Any = admin.identity  # v3
     project = identity.create_project(name=f"bench-lb-{uuid.uuid4().hex[:8]}", domain_id="default")

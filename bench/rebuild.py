@@ -32,8 +32,7 @@ from temporalio.client import Client
 from bench.identity_common import stack_env
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
-from tests.integration.test_server_rebuild import ensure_crd
-from tests.support.osprov import Osprov, admin_connection, run_osprov
+from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 DEADLINE_S = 300.0
 CONTROLLER_USER = "admin"

@@ -25,16 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import openstack.connection
-import yaml
-from kubernetes.client.exceptions import ApiException
 
 from api.cinder_io import volume_name
 from api.registry import kind_info
 from devenv import stack
 from devenv.testing import StackEnv
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 THREADS = 4  # run_osprov starts the worker with OSPROV_ACTIVITY_THREADS=4
 DEADLINE_S = 300.0
@@ -55,20 +52,6 @@ def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> None:
 
 
 # ----- osprov ------------------------------------------------------------------------------------
-
-
-def ensure_volume_crd(env: StackEnv) -> None:
-    """Install the generated Volume CRD if the running kube emulator started before it existed."""
-    api = kubernetes.config.new_client_from_config(config_file=str(env.kubeconfig))
-    ext = kubernetes.client.ApiextensionsV1Api(api)
-    info = kind_info("Volume")
-    try:
-        ext.read_custom_resource_definition(info.crd_name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
-        ext.create_custom_resource_definition(body)
 
 
 def _volumes(o: Osprov) -> list[dict[str, Any]]:
@@ -162,7 +145,7 @@ def main() -> None:
     if not env.full:
         raise SystemExit("needs the full local stack: osprov dev up --full")
     os.environ.update(env.env)
-    ensure_volume_crd(env)
+    ensure_crd(env, "Volume")
     admin = admin_connection(env)
     identity: Any = admin.identity  # v3
     project = identity.create_project(name=f"bench-{uuid.uuid4().hex[:8]}", domain_id="default")
