@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import cinder, keystone, kube, neutron, nova, octavia
+from osprov.activities import cinder, keystone, kube, neutron, nova, octavia
 
 KEYSTONE: list[Any] = [
     keystone.find,

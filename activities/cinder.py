@@ -19,10 +19,10 @@ import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 from temporalio import activity
 
-from activities import cloud
-from activities.cloud import openstack_errors
-from activities.errors import UNAUTHORIZED, conflict, consistency, error, not_found
-from api.cinder_io import (
+from osprov.activities import cloud
+from osprov.activities.cloud import openstack_errors
+from osprov.activities.errors import conflict, consistency, error, not_found
+from osprov.api.cinder_io import (
     CREATE_VOLUME,
     DELETE_VOLUME,
     FIND_VOLUMES,
@@ -39,6 +39,7 @@ from api.cinder_io import (
     is_error,
     volume_metadata,
 )
+from osprov.api.errors import UNAUTHORIZED
 
 log = structlog.get_logger("osprov.activities.cinder")
 

@@ -30,7 +30,8 @@ import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import UNAUTHORIZED, conflict, error, invalid, not_found, transient
+from osprov.activities.errors import conflict, error, invalid, not_found, transient
+from osprov.api.errors import UNAUTHORIZED
 
 log = structlog.get_logger("osprov.activities.cloud")
 

@@ -9,20 +9,11 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-# Error type names (ApplicationError.type). Workflows compare against these strings.
-NOT_FOUND = "NotFound"  # the object (or a dependency) does not exist; not retried blindly
-CONFLICT = "Conflict"  # 409 from the provider, or a stale resourceVersion
-CONSISTENCY = "Consistency"  # the cloud is in a state with no safe next action (duplicates, ERROR)
-UNAUTHORIZED = "Unauthorized"  # 401 from the provider
-INVALID = "Invalid"  # the request can never succeed as written (bad input); fix the resource
-TRANSIENT = "Transient"  # timeouts, connection errors, 5xx: retried by Temporal with backoff
-UNKNOWN_OUTCOME = "UnknownOutcome"  # a destructive call may or may not have been accepted
-
-NON_RETRYABLE = {NOT_FOUND, CONFLICT, CONSISTENCY, UNAUTHORIZED, INVALID, UNKNOWN_OUTCOME}
+from osprov.api.errors import CONFLICT, CONSISTENCY, INVALID, NON_RETRYABLE, NOT_FOUND, TRANSIENT
 
 
 def error(kind: str, message: str, *details: object) -> ApplicationError:
-    """Build an ApplicationError of one of the types above; only TRANSIENT is retryable."""
+    """Build an ApplicationError of one of the types of osprov.api.errors; only TRANSIENT is retryable."""
     return ApplicationError(message, *details, type=kind, non_retryable=kind in NON_RETRYABLE)
 
 

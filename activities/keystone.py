@@ -20,10 +20,10 @@ from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 from temporalio import activity
 
-from activities import cloud
-from activities.cloud import openstack_errors
-from activities.errors import conflict, invalid
-from api.keystone_io import (
+from osprov.activities import cloud
+from osprov.activities.cloud import openstack_errors
+from osprov.activities.errors import conflict, invalid
+from osprov.api.keystone_io import (
     CHECK_GRANT,
     CREATE,
     DELETE,
@@ -78,7 +78,7 @@ def _proxy_call(conn: openstack.connection.Connection, verb: str, kind: str) -> 
 
 def _to_object(kind: str, resource: Any) -> KeystoneObject:
     raw = resource.to_dict(body=True, headers=False, computed=False, original_names=True)
-    return KeystoneObject(kind=kind, id=str(raw["id"]), fields={k: raw.get(k) for k in KIND_FIELDS[kind]})  # type: ignore[arg-type]
+    return KeystoneObject(kind=kind, id=str(raw["id"]), fields={k: raw.get(k) for k in KIND_FIELDS[kind]})
 
 
 def _check_fields(kind: str, fields: dict[str, Any], *, creating: bool) -> None:
@@ -247,7 +247,7 @@ def revoke_grant(request: Grant) -> bool:
 
 def _read_password(secret: SecretRef) -> str:
     """The password held by the Secret (activities/kube.py raises typed NotFound/Invalid errors)."""
-    from activities.kube import read_secret_value
+    from osprov.activities.kube import read_secret_value
 
     value = read_secret_value(secret.namespace, secret.name, secret.key)
     if not value:

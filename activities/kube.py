@@ -7,41 +7,25 @@ land on a recreated one of the same name (the apiserver answers 409, reported as
 from __future__ import annotations
 
 import base64
-import os
 import threading
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 
-from activities import errors
-from api.kube_io import FinalizerChange, ObjectRef, PatchStatus, SecretKey, SecretVersion, WriteResult
+from osprov.activities import errors
+from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, SecretKey, SecretVersion, WriteResult
+from osprov.runtime import kube
 
 MERGE_PATCH = "application/merge-patch+json"
 _local = threading.local()
-_config_lock = threading.Lock()
-_configured = False
-
-
-def _load_config() -> None:
-    global _configured
-    with _config_lock:
-        if _configured:
-            return
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
-        _configured = True
 
 
 def api_client() -> client.ApiClient:
     """One ApiClient per thread: the activity pool is threaded and the client is not thread-safe."""
     if getattr(_local, "api", None) is None:
-        _load_config()
-        _local.api = client.ApiClient()
-        _local.api.user_agent = "osprov-worker"  # names the caller in apiserver audit logs
+        _local.api = kube.api_client("osprov-worker")
     return _local.api  # type: ignore[no-any-return]
 
 
@@ -95,7 +79,7 @@ def _set_finalizer(o: ObjectRef, finalizer: str, present: bool) -> WriteResult:
         current: list[str] = list(meta.get("finalizers") or [])
         if (finalizer in current) == present:
             return WriteResult(exists=True, changed=False)
-        wanted = current + [finalizer] if present else [f for f in current if f != finalizer]
+        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
         body = {"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"], "uid": o.uid}}
         try:
             api.patch_namespaced_custom_object(

@@ -13,10 +13,10 @@ import openstack.connection
 import openstack.exceptions
 from temporalio import activity
 
-from activities import cloud
-from activities.cloud import openstack_errors
-from activities.errors import invalid
-from api import octavia_io as io
+from osprov.activities import cloud
+from osprov.activities.cloud import openstack_errors
+from osprov.activities.errors import invalid
+from osprov.api import octavia_io as io
 
 SERVICE = "Neutron"
 FLOATING_NETWORK_ENV = "OSPROV_FLOATING_NETWORK"

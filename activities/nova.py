@@ -18,10 +18,11 @@ import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 from temporalio import activity
 
-from activities.cloud import openstack_errors, project_connection
-from activities.errors import UNKNOWN_OUTCOME, conflict, consistency, error, not_found
-from activities.kube import api_client
-from api.nova_io import (
+from osprov.activities.cloud import openstack_errors, project_connection
+from osprov.activities.errors import conflict, consistency, error, not_found
+from osprov.activities.kube import api_client
+from osprov.api.errors import UNKNOWN_OUTCOME
+from osprov.api.nova_io import (
     ATTACH_VOLUME,
     CREATE_SERVER,
     DELETE_SERVER,
@@ -41,7 +42,7 @@ from api.nova_io import (
     SetMetadata,
     VolumeAttachment,
 )
-from api.registry import kind_info
+from osprov.api.registry import kind_info
 
 log = structlog.get_logger("osprov.activities.nova")
 

@@ -14,9 +14,9 @@ import openstack.exceptions
 from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
 from temporalio import activity
 
-from activities import cloud
-from activities.cloud import openstack_errors
-from api import octavia_io as io
+from osprov.activities import cloud
+from osprov.activities.cloud import openstack_errors
+from osprov.api import octavia_io as io
 
 SERVICE = "Octavia"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from api.common import CloudSpec, CloudStatus
+from osprov.api.common import CloudSpec, CloudStatus
 
 CINDER_GROUP = "cinder.osh.openstack.org"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from api.registry import ALL_KINDS, KindInfo
+from osprov.api.registry import ALL_KINDS, KindInfo
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "deploy" / "crds"
 _DROPPED_KEYS = {"title", "propertyNames", "$defs", "discriminator"}
@@ -29,40 +29,48 @@ class SchemaError(ValueError):
     """The model uses a construct that has no structural-schema equivalent."""
 
 
-def _structural(node: Schema, defs: dict[str, Schema], where: str) -> Schema:
+def _resolve(node: Schema, defs: dict[str, Schema], where: str) -> Schema | None:
+    """The node a $ref, a nullable anyOf or a one-element allOf stands for (None: a plain node)."""
     if "$ref" in node:
         target = defs[node["$ref"].rsplit("/", 1)[-1]]
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        return _structural({**target, **siblings}, defs, where)
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
     if "anyOf" in node:
         branches = [b for b in node["anyOf"] if b.get("type") != "null"]
         if len(branches) != 1:
             raise SchemaError(f"{where}: a union of several types cannot be a structural schema")
-        siblings = {k: v for k, v in node.items() if k != "anyOf"}
-        return _structural({**branches[0], **siblings}, defs, where)
+        return {**branches[0], **{k: v for k, v in node.items() if k != "anyOf"}}
     if "allOf" in node and len(node["allOf"]) == 1:
-        siblings = {k: v for k, v in node.items() if k != "allOf"}
-        return _structural({**node["allOf"][0], **siblings}, defs, where)
+        return {**node["allOf"][0], **{k: v for k, v in node.items() if k != "allOf"}}
+    return None
 
+
+def _structural_key(out: Schema, key: str, value: Any, defs: dict[str, Schema], where: str) -> None:
+    if key in _DROPPED_KEYS or (key == "default" and value is None):
+        return
+    if key == "const":
+        out["enum"] = [value]
+    elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+        out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+        out[key] = True
+    elif key == "properties":
+        out[key] = {name: _structural(sub, defs, f"{where}.{name}") for name, sub in value.items()}
+    elif key == "items":
+        out[key] = _structural(value, defs, f"{where}[]")
+    elif key == "additionalProperties":
+        if isinstance(value, dict):
+            out[key] = _structural(value, defs, f"{where}{{}}")
+        # `false` (extra="forbid") is the pruning Kubernetes does anyway, and is not structural.
+    else:
+        out[key] = value
+
+
+def _structural(node: Schema, defs: dict[str, Schema], where: str) -> Schema:
+    resolved = _resolve(node, defs, where)
+    if resolved is not None:
+        return _structural(resolved, defs, where)
     out: Schema = {}
     for key, value in node.items():
-        if key in _DROPPED_KEYS or (key == "default" and value is None):
-            continue
-        if key == "const":
-            out["enum"] = [value]
-        elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
-            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
-            out[key] = True
-        elif key == "properties":
-            out[key] = {name: _structural(sub, defs, f"{where}.{name}") for name, sub in value.items()}
-        elif key == "items":
-            out[key] = _structural(value, defs, f"{where}[]")
-        elif key == "additionalProperties":
-            if isinstance(value, dict):
-                out[key] = _structural(value, defs, f"{where}{{}}")
-            # `false` (extra="forbid") is the pruning Kubernetes does anyway, and is not structural.
-        else:
-            out[key] = value
+        _structural_key(out, key, value, defs, where)
     if "type" not in out and "enum" in out:
         out["type"] = "string"
     if "type" not in out:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from api.common import (
+from osprov.api.common import (
     CamelModel,
     CommonSpec,
     Condition,
@@ -223,7 +223,7 @@ class KeystoneStatus(StatusModel):
 
 
 def _id_field(alias: str, what: str) -> str | None:
-    return Field(default=None, alias=alias, description=f"ID Keystone assigned to the {what}.")  # type: ignore[no-any-return]
+    return Field(default=None, alias=alias, description=f"ID Keystone assigned to the {what}.")
 
 
 class DomainStatus(KeystoneStatus):

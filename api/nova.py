@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import ConfigDict, Field
 
-from api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
+from osprov.api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
 
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available

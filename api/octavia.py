@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from api.common import CamelModel, CloudSpec, CloudStatus
+from osprov.api.common import CamelModel, CloudSpec, CloudStatus
 
 OCTAVIA_GROUP = "octavia.osh.openstack.org"
 MAX_LISTENERS = 16

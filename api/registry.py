@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from api import cinder, keystone, nova, octavia
-from api.common import CamelModel, StatusModel
+from osprov.api import cinder, keystone, nova, octavia
+from osprov.api.common import CamelModel, StatusModel
 
 READY = "Ready"  # readiness condition of the Keystone kinds
 AVAILABLE = "Available"  # readiness condition of the cloud kinds

@@ -156,7 +156,7 @@ def main() -> None:
                 warm = suffix()
                 tags.append(warm)
                 osprov.apply("Domain", "warmup", {"name": f"warmup-{warm}"})
-                wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)  # noqa: B023
+                wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)
                 tag = suffix()
                 tags.append(tag)
                 before = proxy.connections_seen

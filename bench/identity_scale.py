@@ -15,7 +15,6 @@ import argparse
 import time
 from typing import Any
 
-from api.registry import kind_info
 from bench.identity_common import (
     cleanup_keystone,
     history_stats,
@@ -27,6 +26,7 @@ from bench.identity_common import (
     wait,
     worker_cpu,
 )
+from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov
 
 KINDS = ("Project", "Group")

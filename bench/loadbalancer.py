@@ -29,10 +29,10 @@ from typing import Any
 
 import openstack.connection
 
-from api import octavia_io as io
 from devenv import stack
 from devenv.openstack.catalog import PUBLIC_NETWORK, VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
+from osprov.api import octavia_io as io
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 DEADLINE_S = 300.0

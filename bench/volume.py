@@ -27,10 +27,10 @@ from typing import Any
 
 import openstack.connection
 
-from api.cinder_io import volume_name
-from api.registry import kind_info
 from devenv import stack
 from devenv.testing import StackEnv
+from osprov.api.cinder_io import volume_name
+from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 THREADS = 4  # run_osprov starts the worker with OSPROV_ACTIVITY_THREADS=4

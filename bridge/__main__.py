@@ -10,13 +10,12 @@ whose resource vanished while the bridge was down are told it is gone.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import threading
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from temporalio.client import Client
 from temporalio.common import (
     SearchAttributeKey,
@@ -26,8 +25,9 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from api import registry
-from api.messages import (
+from osprov.api import metrics as names
+from osprov.api import registry
+from osprov.api.messages import (
     SIGNAL_RESOURCE_CHANGED,
     SIGNAL_SECRET_CHANGED,
     EntityConfig,
@@ -36,12 +36,11 @@ from api.messages import (
     ResourceRef,
     SecretChanged,
 )
-from bridge.routing import Router
-from bridge.watch import Obj, Target, Watcher
-from osprov import logs, metrics
-from osprov.settings import Settings
-from osprov.temporal import connect
-from workflows.all import BY_KIND  # the kinds this build can reconcile
+from osprov.bridge.routing import Router
+from osprov.bridge.watch import Obj, Target, Watcher
+from osprov.runtime import kube, logs, metrics
+from osprov.runtime.settings import Settings
+from osprov.runtime.temporal import connect
 
 log = logs.log("osprov.bridge")
 LANES = 8
@@ -57,13 +56,13 @@ class Bridge:
         self.lanes: list[asyncio.Queue[tuple[str, Any]]] = [asyncio.Queue() for _ in range(LANES)]
         self.stop = threading.Event()
         self.loop = asyncio.get_running_loop()
-        served = settings.kinds or [i.kind for i in registry.ALL_KINDS if i.kind in BY_KIND]
+        served = settings.kinds or [i.kind for i in registry.ALL_KINDS]
         self.kinds = [registry.kind_info(k) for k in served]
         self.snapshots_pending = {(i.kind, ns) for i in self.kinds for ns in settings.namespaces}
         self.first_snapshots = asyncio.Event()
         meter = metrics.meter_of(temporal)
-        self.events = meter.create_counter(metrics.BRIDGE_EVENTS, "resource events by what the bridge did")
-        self.relists = meter.create_counter(metrics.BRIDGE_RELISTS, "relists after 410 Gone")
+        self.events = meter.create_counter(names.BRIDGE_EVENTS, "resource events by what the bridge did")
+        self.relists = meter.create_counter(names.BRIDGE_RELISTS, "relists after 410 Gone")
 
     # ----- from watch threads to the loop -------------------------------------------------------
     def _kind_of(self, target: Target) -> str:
@@ -134,7 +133,7 @@ class Bridge:
             await self._signal_if_running(ref.workflow_id, SIGNAL_RESOURCE_CHANGED, change)
             bound.info("signalled gone", generation=change.generation)
             return
-        await self.temporal.start_workflow(  # type: ignore[call-overload]
+        await self.temporal.start_workflow(
             ref.kind,
             EntityInput(ref=ref, config=self.config),
             id=ref.workflow_id,
@@ -219,18 +218,12 @@ class Bridge:
         log.info("bridge watching", kinds=[i.kind for i in self.kinds], namespaces=self.settings.namespaces)
         await stop.wait()
         self.stop.set()
-        for task in lanes + [waiter]:
+        for task in [*lanes, waiter]:
             task.cancel()
 
 
 def load_kube() -> client.ApiClient:
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
-    api = client.ApiClient()
-    api.user_agent = "osprov-bridge"  # names the caller in apiserver audit logs
-    return api
+    return kube.api_client("osprov-bridge")
 
 
 async def run(settings: Settings) -> None:

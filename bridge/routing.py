@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import registry
-from api.keystone import KEYSTONE_GROUP
-from api.messages import ResourceChange, ResourceRef, SecretChanged
+from osprov.api import registry
+from osprov.api.keystone import KEYSTONE_GROUP
+from osprov.api.messages import ResourceChange, ResourceRef, SecretChanged
 
 Obj = dict[str, Any]
 

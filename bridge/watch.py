@@ -18,7 +18,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from osprov import logs
+from osprov.runtime import logs
 
 log = logs.log("osprov.bridge.watch")
 
@@ -77,20 +77,20 @@ class Watcher:
     def watch_once(self) -> None:
         """Watch from the current resourceVersion until the server ends the request."""
         fn = self._list_fn()
-        w = watch.Watch()
+        w = watch.Watch()  # type: ignore[no-untyped-call] # the kubernetes client ships no types
 
         def list_call(**kw: Any) -> Any:
             return fn(**kw)
 
         list_call.__doc__ = "watch :return: object"  # the client derives the event type from this
-        for event in w.stream(
+        for event in w.stream(  # type: ignore[no-untyped-call]
             list_call,
             resource_version=self.resource_version,
             timeout_seconds=self.watch_timeout_s,
             allow_watch_bookmarks=True,
         ):
             if self.stop.is_set():
-                w.stop()
+                w.stop()  # type: ignore[no-untyped-call]
                 return
             kind = event["type"]
             obj = event["raw_object"]

@@ -30,8 +30,7 @@ IDENTITY_EXAMPLES = [
     "examples/identity/neutron.yaml",
     "examples/identity/heat.yaml",
 ]
-# Cloud kinds (full stack): a volume in a project declared with identity kinds. Kinds whose workflow this
-# build does not have are skipped.
+# Cloud kinds (full stack): a volume, a load balancer and a server in a project declared with identity kinds.
 CLOUD_EXAMPLES = {
     "Volume": "examples/cinder/volume.yaml",
     "LoadBalancer": "examples/octavia/loadbalancer.yaml",
@@ -110,9 +109,7 @@ def not_ready(env: dict[str, str]) -> list[str]:
 
 
 def examples(full: bool) -> list[str]:
-    from workflows.all import BY_KIND
-
-    cloud = [path for kind, path in CLOUD_EXAMPLES.items() if kind in BY_KIND] if full else []
+    cloud = list(CLOUD_EXAMPLES.values()) if full else []
     return IDENTITY_EXAMPLES + cloud
 
 
@@ -151,7 +148,7 @@ def main(argv: list[str]) -> int:
         out = open(logs / f"demo-{name}.log", "ab")  # noqa: SIM115 - owned by the child
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", name],
+                [sys.executable, "-m", f"osprov.{name}"],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

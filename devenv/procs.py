@@ -7,6 +7,7 @@ mistaken for ours.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,7 +20,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenv.config import state_dir
+from devenv.config import Secrets, state_dir
+
+
+@dataclass(frozen=True)
+class Service:
+    """A user-visible service: the process groups it owns and how to start it (assumes its deps are up)."""
+
+    name: str
+    processes: tuple[str, ...]
+    start: Callable[[Secrets], None]
+    url: str = ""
+    identity: bool = False  # part of the `--only identity` fast path
 
 
 class StackError(RuntimeError):
@@ -133,10 +145,8 @@ def all_recorded() -> list[Recorded]:
 
 def _reap(pid: int) -> None:
     # Reap our own child if this process started it (tests restart services in-process).
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def is_running(name: str) -> bool:
@@ -167,10 +177,8 @@ def stop(name: str, term_timeout: float = 20.0) -> None:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _wait_group_empty(pgid: int, timeout: float) -> bool:
@@ -206,7 +214,7 @@ def wait_until(
                 return
         except StackError:
             raise
-        except Exception:  # noqa: BLE001 - a probe failing just means "not yet"
+        except Exception:
             pass
         if service is not None and recorded(service) is not None and not is_running(service):
             raise StackError(f"{service} exited while waiting for {what}; log tail:\n{log_tail(service)}")

@@ -24,19 +24,9 @@ from devenv import procs, temporal
 from devenv.config import HOST, PORTS, REPO_ROOT, Secrets, install_dir, load_secrets, state_dir, write_private
 from devenv.openstack import infra, keystone
 from devenv.openstack.common import keystone_url
+from devenv.procs import Service
 
 ADMIN_CLOUD = "osprov-admin"
-
-
-@dataclass(frozen=True)
-class Service:
-    """A user-visible service: the process groups it owns and how to start it (assumes its deps are up)."""
-
-    name: str
-    processes: tuple[str, ...]
-    start: Callable[[Secrets], None]
-    url: str = ""
-    identity: bool = False  # part of the `--only identity` fast path
 
 
 def _kube_ready_file() -> Path:
@@ -103,7 +93,7 @@ def _start_codec(secrets: Secrets) -> None:
     argv: list[str | Path] = [
         sys.executable,
         "-m",
-        "osprov.cli",
+        "osprov",
         "codec-server",
         "--host",
         HOST,

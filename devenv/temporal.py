@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.search_attributes import SEARCH_ATTRIBUTES
 from devenv import procs
 from devenv.config import HOST, PORTS, project_bin, state_dir
+from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 
 NAMESPACE = "default"
 

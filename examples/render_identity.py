@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from api.keystone import KEYSTONE_GROUP
+from osprov.api.keystone import KEYSTONE_GROUP
 
 OUT = Path(__file__).resolve().parent / "identity"
 API_VERSION = f"{KEYSTONE_GROUP}/v1alpha1"

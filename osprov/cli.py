@@ -1,38 +1,63 @@
-"""The `osprov` console script: `osprov worker`, `osprov bridge`, `osprov dev …`."""
+"""The `osprov` console script: the top of the import graph.
+
+`osprov worker`, `osprov bridge` and `osprov codec-server` are built in. Other distributions add
+commands through the `osprov.commands` entry-point group (the dev environment adds `dev` and
+`demo`), so the product never imports them and a production install simply does not have them.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+Command = Callable[[list[str]], int]
+
+
+def _worker(argv: list[str]) -> int:
+    from osprov.worker.__main__ import main
+
+    return main(argv)
+
+
+def _bridge(argv: list[str]) -> int:
+    from osprov.bridge.__main__ import main
+
+    return main(argv)
+
+
+def _codec_server(argv: list[str]) -> int:
+    from osprov.codec_server import main
+
+    return main(argv)
+
+
+BUILTIN: dict[str, Command] = {"worker": _worker, "bridge": _bridge, "codec-server": _codec_server}
+
+
+def _loaded(cmd: Command) -> Callable[[], Command]:
+    return lambda: cmd
+
+
+def commands() -> dict[str, Callable[[], Command]]:
+    """Every command: the built-in ones and those other installed distributions contribute."""
+    found: dict[str, Callable[[], Command]] = {name: _loaded(cmd) for name, cmd in BUILTIN.items()}
+    for ep in entry_points(group="osprov.commands"):
+        found.setdefault(ep.name, ep.load)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    known = commands()
     if not args or args[0] in {"-h", "--help"}:
-        print("usage: osprov {worker|bridge|codec-server|dev|demo} …")
+        print(f"usage: osprov {{{'|'.join(known)}}} …")
         return 0
     cmd, rest = args[0], args[1:]
-    if cmd == "worker":
-        from worker.__main__ import main as worker_main
-
-        return worker_main(rest)
-    if cmd == "bridge":
-        from bridge.__main__ import main as bridge_main
-
-        return bridge_main(rest)
-    if cmd == "codec-server":
-        from osprov.codec_server import main as codec_main
-
-        return codec_main(rest)
-    if cmd == "dev":
-        from devenv.cli import main as dev_main
-
-        return dev_main(rest)
-    if cmd == "demo":
-        from devenv.demo import main as demo_main
-
-        return demo_main(rest)
-    print(f"osprov: unknown command {cmd!r}", file=sys.stderr)
-    return 2
+    if cmd not in known:
+        print(f"osprov: unknown command {cmd!r} (known: {', '.join(known)})", file=sys.stderr)
+        return 2
+    return int(known[cmd]()(rest) or 0)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from aiohttp import hdrs, web
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from osprov.codec import AesGcmCodec, codec_from_env
+from osprov.runtime.codec import AesGcmCodec, codec_from_env
 
 
 def build_app(codec: AesGcmCodec, cors_origins: list[str]) -> web.Application:

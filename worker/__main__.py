@@ -17,15 +17,15 @@ import temporalio.workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from osprov import logs
-from osprov.settings import Settings
-from osprov.temporal import connect
-from worker.interceptor import LogContextInterceptor
+from osprov.runtime import logs
+from osprov.runtime.settings import Settings
+from osprov.runtime.temporal import connect
+from osprov.worker.interceptor import LogContextInterceptor
 
 
 def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecutor) -> Worker:
-    from activities.all import ACTIVITIES
-    from workflows.all import WORKFLOWS
+    from osprov.activities.all import ACTIVITIES
+    from osprov.workflows.all import WORKFLOWS
 
     return Worker(
         client,
@@ -58,7 +58,7 @@ async def run(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     logs.configure(settings.log_level, component="worker")
-    # The workflow/activity info goes into structured fields (osprov.logs), not into the message text.
+    # The workflow/activity info goes into structured fields (osprov.runtime.logs), not into the message text.
     temporalio.workflow.logger.workflow_info_on_message = False
     temporalio.activity.logger.activity_info_on_message = False
     asyncio.run(run(settings))

@@ -10,7 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from osprov import metrics
+from osprov.api import metrics as names
 
 
 def resource_of(workflow_id: str) -> dict[str, str]:
@@ -41,10 +41,10 @@ class _BindContext(ActivityInboundInterceptor):
                 outcome = "error"
                 raise
             finally:
-                meter.create_counter(metrics.CLOUD_CALLS, "activities by name and outcome").add(
+                meter.create_counter(names.CLOUD_CALLS, "activities by name and outcome").add(
                     1, {"activity": info.activity_type, "outcome": outcome}
                 )
-                meter.create_histogram_float(metrics.CLOUD_CALL_SECONDS, "activity duration", "s").record(
+                meter.create_histogram_float(names.CLOUD_CALL_SECONDS, "activity duration", "s").record(
                     time.monotonic() - started, {"activity": info.activity_type}
                 )
 

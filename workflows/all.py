@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from workflows.keystone.domain import DomainWorkflow
-from workflows.keystone.endpoint import EndpointWorkflow
-from workflows.keystone.group import GroupWorkflow
-from workflows.keystone.project import ProjectWorkflow
-from workflows.keystone.role import RoleWorkflow
-from workflows.keystone.role_assignment import RoleAssignmentWorkflow
-from workflows.keystone.service import ServiceWorkflow
-from workflows.keystone.user import UserWorkflow
-from workflows.loadbalancer import LoadBalancerWorkflow
-from workflows.server import ServerWorkflow
-from workflows.volume import VolumeWorkflow
+from osprov.workflows.keystone.domain import DomainWorkflow
+from osprov.workflows.keystone.endpoint import EndpointWorkflow
+from osprov.workflows.keystone.group import GroupWorkflow
+from osprov.workflows.keystone.project import ProjectWorkflow
+from osprov.workflows.keystone.role import RoleWorkflow
+from osprov.workflows.keystone.role_assignment import RoleAssignmentWorkflow
+from osprov.workflows.keystone.service import ServiceWorkflow
+from osprov.workflows.keystone.user import UserWorkflow
+from osprov.workflows.loadbalancer import LoadBalancerWorkflow
+from osprov.workflows.server import ServerWorkflow
+from osprov.workflows.volume import VolumeWorkflow
 
 WORKFLOWS: list[type] = [
     DomainWorkflow,

@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.errors import NON_RETRYABLE  # pure: type names only
+    from osprov.api.errors import NON_RETRYABLE  # pure: type names only
 
 T = TypeVar("T")
 

@@ -9,6 +9,7 @@ drift made outside; continue-as-new carries the state. Kinds subclass `Entity` a
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -19,10 +20,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from api import registry
-    from api.common import parse_duration
-    from api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
-    from api.messages import (
+    from osprov.api import registry
+    from osprov.api.common import parse_duration
+    from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
+    from osprov.api.messages import (
         QUERY_STATE,
         SIGNAL_RESOURCE_CHANGED,
         SIGNAL_SECRET_CHANGED,
@@ -32,8 +33,8 @@ with workflow.unsafe.imports_passed_through():
         ResourceChange,
         SecretChanged,
     )
-    from osprov.metrics import RECONCILES
-    from workflows.calls import call
+    from osprov.api.metrics import RECONCILES
+    from osprov.workflows.calls import call
 
 SA_KIND = SearchAttributeKey.for_keyword("OsprovKind")
 SA_NAMESPACE = SearchAttributeKey.for_keyword("OsprovNamespace")
@@ -195,10 +196,8 @@ class Entity:
             return
         if self.st.last_error is None and self.st.retry_at is None:
             self.set_step("idle: waiting for a change or the resync")  # else keep what it waits on
-        try:
+        with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(lambda: self._wake, timeout=timeout)
-        except TimeoutError:
-            pass
 
     def _timers_due(self) -> tuple[bool, bool]:
         now = workflow.now()
@@ -206,7 +205,7 @@ class Entity:
         resync = self.st.resync_at is not None and self.st.resync_at <= now
         return retry, resync
 
-    async def _pass(self) -> str | None:
+    async def _pass(self) -> str | None:  # noqa: C901 - split when the loop gets typed state (issue 16)
         """One decision: returns a final result when the workflow should end."""
         self._wake = False
         change = self.st.desired

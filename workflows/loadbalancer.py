@@ -17,13 +17,13 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import octavia_io as io
-    from api.common import AvailableReason
-    from api.messages import ConditionState, EntityInput
-    from api.octavia import Listener, LoadBalancerSpec
-    from workflows.calls import call
-    from workflows.entity import Entity, Outcome
-    from workflows.loadbalancer_rules import (
+    from osprov.api import octavia_io as io
+    from osprov.api.common import AvailableReason
+    from osprov.api.messages import ConditionState, EntityInput
+    from osprov.api.octavia import Listener, LoadBalancerSpec
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Entity, Outcome
+    from osprov.workflows.loadbalancer_rules import (
         consistency,
         exactly_one,
         idle_timeout_ms,
@@ -63,14 +63,14 @@ class LoadBalancerWorkflow(Entity):
         )
 
     def _available(self, status: str, reason: str, message: str) -> ConditionState:
-        return ConditionState(type="Available", status=status, reason=reason, message=message)  # type: ignore[arg-type]
+        return ConditionState(type="Available", status=status, reason=reason, message=message)
 
     def status_fields(self) -> dict[str, Any]:
         # None deletes the field (merge patch): e.g. the public IP after publicIP was turned off.
         return {key: self.st.ids.get(key) for key in ("loadBalancerID", "vipAddress", "publicIP")}
 
     # ----- the pass ---------------------------------------------------------------------------------
-    async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
+    async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:  # noqa: C901 - becomes a decision table (issue 16)
         uid = self.st.ref.uid
         scope = io.Scope(project=spec.project.name, domain=spec.project.domain)
         name = io.lb_name(uid)

@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import octavia_io as io
-    from api.common import AvailableReason
-    from api.octavia import Listener
-    from workflows.entity import PassFailed
+    from osprov.api import octavia_io as io
+    from osprov.api.common import AvailableReason
+    from osprov.api.octavia import Listener
+    from osprov.workflows.entity import PassFailed
 
 ERRORED = AvailableReason.ERRORED.value
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from api.nova import RebuildState
+from osprov.api.nova import RebuildState
 
 _RANK = {
     RebuildState.INITIATED: 1,
@@ -118,7 +118,7 @@ class Decision:
         return f"{self.rule}: {self.why}"
 
 
-def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None) -> Decision:
+def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None) -> Decision:  # noqa: C901 - rebuild.md's P-table, one branch per row
     """One pass of the reconciler over a fresh read, checked in the spec's order (P1…P7e)."""
     if not desired:
         return Decision("P1", Action.DONE, None, "no image in the spec")

@@ -21,14 +21,14 @@ from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUp
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.errors import CONFLICT, NOT_FOUND, TRANSIENT, UNKNOWN_OUTCOME
-    from api import nova_io as io
-    from api.common import AvailableReason
-    from api.messages import ConditionState, EntityInput
-    from api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec
-    from workflows.calls import call
-    from workflows.entity import Entity, Outcome, PassFailed, error_type, failure_message
-    from workflows.rebuild import (
+    from osprov.api import nova_io as io
+    from osprov.api.common import AvailableReason
+    from osprov.api.errors import CONFLICT, NOT_FOUND, TRANSIENT, UNKNOWN_OUTCOME
+    from osprov.api.messages import ConditionState, EntityInput
+    from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Entity, Outcome, PassFailed, error_type, failure_message
+    from osprov.workflows.rebuild import (
         Action,
         Marker,
         Observation,
@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         monitor,
         reconcile_pass,
     )
-    from workflows.server_volumes import reconcile_attachments
+    from osprov.workflows.server_volumes import reconcile_attachments
 
 MONITOR_SECONDS = 30.0  # health poll of a converged server
 # "Still waiting on Nova" re-checks: 1s growing by half each time to 10s (a fake-driver boot or rebuild
@@ -81,11 +81,11 @@ def k8s_time(nova_time: str) -> str:
 
 def healthy(status: str) -> ConditionState:
     state, reason = _HEALTH.get(status, ("False", HealthyReason.DEGRADED))
-    return ConditionState(type=HEALTHY, status=state, reason=reason, message=f"Nova reports {status}")  # type: ignore[arg-type]
+    return ConditionState(type=HEALTHY, status=state, reason=reason, message=f"Nova reports {status}")
 
 
 def available(status: str, reason: AvailableReason, message: str) -> ConditionState:
-    return ConditionState(type="Available", status=status, reason=reason, message=message)  # type: ignore[arg-type]
+    return ConditionState(type="Available", status=status, reason=reason, message=message)
 
 
 SA_REBUILD = SearchAttributeKey.for_keyword("OsprovRebuild")

@@ -15,10 +15,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from api import nova_io as io
-    from api.nova import ServerVolume
-    from workflows.calls import call
-    from workflows.entity import failure_message
+    from osprov.api import nova_io as io
+    from osprov.api.nova import ServerVolume
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import failure_message
 
 
 @dataclass

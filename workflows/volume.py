@@ -32,12 +32,12 @@ from typing import Any, Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import cinder_io as io
-    from api.cinder import VolumeSpec
-    from api.common import AvailableReason
-    from api.messages import ConditionState, EntityInput
-    from workflows.calls import call
-    from workflows.entity import Entity, Outcome, PassFailed
+    from osprov.api import cinder_io as io
+    from osprov.api.cinder import VolumeSpec
+    from osprov.api.common import AvailableReason
+    from osprov.api.messages import ConditionState, EntityInput
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Entity, Outcome, PassFailed
 
 # Poll intervals while waiting on Cinder (seconds): short first, since the fake backend and a healthy
 # Cinder settle in about a second; grown by half each time up to the cap, so a slow backend is not

@@ -7,11 +7,11 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from .meta import now
+from .options import WriteOptions
 from .watch import TypeState
 
 if TYPE_CHECKING:
     from .resources import ResourceType
-    from .store import WriteOptions
 
 
 class Cascades:

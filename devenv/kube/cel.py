@@ -32,7 +32,7 @@ def _install_cached_parser() -> None:
     """Build celpy's Lark parser with Lark's on-disk cache: building the LALR tables takes ~0.3 s,
     loading them ~0.01 s, and the emulator must start in under a second."""
     import lark
-    import lark.parsers  # noqa: F401
+    import lark.parsers
     from celpy.celparser import CELParser
 
     if CELParser.CEL_PARSER is not None:

@@ -6,6 +6,7 @@ anything else fails to evaluate and is reported as a rule evaluation error.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,7 @@ def _join(items: Any, sep: Any = "") -> celtypes.StringType:
 
 def _is_sorted(items: Any) -> celtypes.BoolType:
     values = list(items)
-    return celtypes.BoolType(all(a <= b for a, b in zip(values, values[1:], strict=False)))
+    return celtypes.BoolType(all(a <= b for a, b in itertools.pairwise(values)))
 
 
 def _sum(items: Any) -> Any:

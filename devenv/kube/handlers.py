@@ -16,9 +16,10 @@ from . import discovery, protobuf
 from .errors import ApiError, bad_request, method_not_allowed, unsupported_media_type
 from .faults import Faults, resource_names
 from .httpio import Target, error_response, include_object, json_response, out, parse_target
+from .options import WriteOptions
 from .patch import json_patch, merge_patch
 from .selectors import selector_from_query
-from .store import Store, WriteOptions
+from .store import Store
 from .streaming import serve_watch
 from .table import to_table
 

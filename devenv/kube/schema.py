@@ -67,9 +67,9 @@ def prune(value: Any, schema: dict[str, Any], root: bool = False) -> Any:
         keep_unknown = bool(schema.get(PRESERVE)) or additional is True
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if root and key in ("apiVersion", "kind", "metadata"):
-                out[key] = item
-            elif schema.get(EMBEDDED) and key in ("apiVersion", "kind", "metadata"):
+            if (root and key in ("apiVersion", "kind", "metadata")) or (
+                schema.get(EMBEDDED) and key in ("apiVersion", "kind", "metadata")
+            ):
                 out[key] = item
             elif key in props:
                 out[key] = prune(item, props[key])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from .admission import admit
@@ -21,16 +20,11 @@ from .errors import (
     not_found,
 )
 from .meta import clean_meta, generate_suffix, now, validate_labels, validate_name
+from .options import WriteOptions
 from .resources import CRD_GROUP, ResourceType, builtin_types, crd_status, type_from_crd
 from .watch import Event, TypeState
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public")
-
-
-@dataclass
-class WriteOptions:
-    dry_run: bool = False
-    strict_fields: bool = False  # fieldValidation=Strict: unknown fields are a 400, not silently pruned
 
 
 class Store(Cascades):
@@ -438,4 +432,4 @@ def _without(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in keys and k not in ("apiVersion", "kind")}
 
 
-__all__ = ["ApiError", "Store", "WriteOptions"]
+__all__ = ["ApiError", "Store"]

@@ -80,9 +80,11 @@ class TypeState:
             raise gone(f"too old resource version: {since or 0} (forced by the emulator's fault injection)")
         if since is None:
             for obj in sorted(self.objects.values(), key=lambda o: int(o["metadata"]["resourceVersion"])):
-                if watcher.namespace is None or obj["metadata"].get("namespace", "") == watcher.namespace:
-                    if watcher.selector.matches(obj):
-                        watcher.queue.put_nowait(("ADDED", obj))
+                in_namespace = (
+                    watcher.namespace is None or obj["metadata"].get("namespace", "") == watcher.namespace
+                )
+                if in_namespace and watcher.selector.matches(obj):
+                    watcher.queue.put_nowait(("ADDED", obj))
         else:
             if since < self.compacted_rv:
                 raise gone(f"too old resource version: {since} ({self.compacted_rv + 1})")

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 from devenv import procs
 from devenv.config import HOST, PORTS, Secrets
 from devenv.faults import slow_driver
 from devenv.openstack import catalog, compute, network, storage
 from devenv.openstack.common import wait_http
-
-if TYPE_CHECKING:
-    from devenv.stack import Service
+from devenv.procs import Service
 
 STARTS_IN_PARALLEL = ("placement", "glance", "neutron", "nova", "cinder", "octavia")
 
@@ -42,8 +39,6 @@ def _start_cinder(secrets: Secrets) -> None:
 
 
 def services() -> list[Service]:
-    from devenv.stack import Service
-
     base = f"http://{HOST}"
     return [
         Service("placement", ("placement",), compute.start_placement, f"{base}:{PORTS.placement}"),

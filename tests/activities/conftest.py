@@ -18,13 +18,13 @@ import pytest
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.testing import ActivityEnvironment
 
-import activities.kube
-from activities import cloud
-from api.keystone_io import SecretRef
 from devenv import procs
 from devenv.config import PORTS
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv, identity_stack  # noqa: F401  (session fixture used below)
+from osprov.activities import cloud
+from osprov.activities import kube as activities_kube
+from osprov.api.keystone_io import SecretRef
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +91,7 @@ def cleanup(admin: Identity) -> Iterator[Cleanup]:
 
 @dataclass
 class SecretStore:
-    """Creates Secrets that `activities.kube.read_secret_value` reads: real ones in the kube emulator when
+    """Creates Secrets that `activities_kube.read_secret_value` reads: real ones in the kube emulator when
     it runs, otherwise an in-memory stand-in with the same typed errors."""
 
     namespace: str
@@ -119,7 +119,7 @@ def secret_store(identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> I
 
         # The kubernetes package reads KUBECONFIG when imported, before the stack fixture sets it.
         monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(identity_stack.kubeconfig))
-        core = client.CoreV1Api(activities.kube.api_client())
+        core = client.CoreV1Api(activities_kube.api_client())
         created: list[str] = []
 
         def create_real(name: str, data: dict[str, str]) -> SecretRef:
@@ -134,7 +134,7 @@ def secret_store(identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> I
             core.delete_namespaced_secret(name, namespace)
         return
 
-    from activities import errors
+    from osprov.activities import errors
 
     fake: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -149,7 +149,7 @@ def secret_store(identity_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> I
         fake[namespace, name] = dict(data)
         return SecretRef(namespace=namespace, name=name)
 
-    monkeypatch.setattr(activities.kube, "read_secret_value", read_fake)
+    monkeypatch.setattr(activities_kube, "read_secret_value", read_fake)
     yield SecretStore(namespace, create_fake)
 
 

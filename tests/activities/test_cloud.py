@@ -12,10 +12,10 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import cloud, keystone
-from activities.errors import INVALID, UNAUTHORIZED
-from api.keystone_io import Create, Find, Grant
 from devenv.testing import StackEnv
+from osprov.activities import cloud, keystone
+from osprov.api.errors import INVALID, UNAUTHORIZED
+from osprov.api.keystone_io import Create, Find, Grant
 from tests.activities.conftest import Identity
 
 pytestmark = pytest.mark.stack

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import keystone
-from activities.errors import NOT_FOUND
-from api.keystone_io import Create, Find, Grant
+from osprov.activities import keystone
+from osprov.api.errors import NOT_FOUND
+from osprov.api.keystone_io import Create, Find, Grant
 from tests.activities.conftest import Identity
 
 pytestmark = pytest.mark.stack

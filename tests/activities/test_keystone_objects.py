@@ -8,9 +8,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import keystone
-from activities.errors import CONFLICT, INVALID, NOT_FOUND
-from api.keystone_io import Create, Delete, Find, KeystoneObject, Update
+from osprov.activities import keystone
+from osprov.api.errors import CONFLICT, INVALID, NOT_FOUND
+from osprov.api.keystone_io import Create, Delete, Find, KeystoneObject, Update
 from tests.activities.conftest import Cleanup, Identity
 
 pytestmark = pytest.mark.stack

@@ -22,10 +22,10 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import keystone
-from activities.errors import NOT_FOUND, TRANSIENT
-from api.keystone_io import Create, Find, Probe, ProbeResult, SecretRef, SetPassword
 from devenv.testing import StackEnv
+from osprov.activities import keystone
+from osprov.api.errors import NOT_FOUND, TRANSIENT
+from osprov.api.keystone_io import Create, Find, Probe, ProbeResult, SecretRef, SetPassword
 from tests.activities.conftest import SecretStore
 
 pytestmark = pytest.mark.stack

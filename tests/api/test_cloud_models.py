@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from api.cinder import VolumeSpec, VolumeStatus
-from api.nova import (
+from osprov.api.cinder import VolumeSpec, VolumeStatus
+from osprov.api.nova import (
     NETWORKS_IMMUTABLE_MESSAGE,
     RebuildMarker,
     RebuildState,
@@ -18,8 +18,8 @@ from api.nova import (
     ServerSpec,
     ServerStatus,
 )
-from api.octavia import LoadBalancerSpec
-from api.registry import CLOUD_KINDS, kind_info
+from osprov.api.octavia import LoadBalancerSpec
+from osprov.api.registry import CLOUD_KINDS, kind_info
 from tests.api.schema_check import violations
 from tests.api.test_crds import spec_schema
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from api import crdgen
-from api.registry import ALL_KINDS, KindInfo, kind_info
+from osprov.api import crdgen
+from osprov.api.registry import ALL_KINDS, KindInfo, kind_info
 from tests.api.schema_check import all_rules, compile_rule, structural_problems, violations
 
 

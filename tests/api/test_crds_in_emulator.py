@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from api import crdgen
 from devenv.kube.testing import RunningEmulator, run_emulator
+from osprov.api import crdgen
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".venv" / "bin" / "kubectl"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from api.registry import KINDS
 from examples import render_identity
+from osprov.api.registry import KINDS
 from tests.api.schema_check import violations
 from tests.api.test_crds import load_crd
 

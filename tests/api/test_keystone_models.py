@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from api.common import Condition, DeletionPolicy, find_condition, parse_duration, set_condition
-from api.keystone import (
+from osprov.api.common import Condition, DeletionPolicy, find_condition, parse_duration, set_condition
+from osprov.api.keystone import (
     DomainSpec,
     EndpointInterface,
     EndpointSpec,
@@ -18,7 +18,7 @@ from api.keystone import (
     UserSpec,
     UserStatus,
 )
-from api.registry import IDENTITY_KINDS, kind_info
+from osprov.api.registry import IDENTITY_KINDS, kind_info
 
 
 @pytest.mark.parametrize(

@@ -12,14 +12,15 @@ from typing import Any
 
 import yaml
 
-from api.registry import ALL_KINDS
-from api.search_attributes import SEARCH_ATTRIBUTES
+from osprov.api.registry import ALL_KINDS
+from osprov.api.search_attributes import SEARCH_ATTRIBUTES
+from osprov.cli import BUILTIN
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def settings_variables() -> set[str]:
-    text = (REPO / "osprov" / "settings.py").read_text()
+    text = (REPO / "runtime" / "settings.py").read_text()
     return set(re.findall(r'_(?:env|list)\("([A-Z_]+)"', text))
 
 
@@ -32,7 +33,8 @@ def manifests(name: str) -> list[dict[str, Any]]:
 
 
 def cli_commands() -> set[str]:
-    return set(re.findall(r'cmd == "([a-z-]+)"', (REPO / "osprov" / "cli.py").read_text()))
+    """The commands the production image has: the built-in ones (no dev environment there)."""
+    return set(BUILTIN)
 
 
 # ----- docker-compose -------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import pytest
-from openstack.identity.v3._proxy import Proxy as Identity
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 from devenv.testing import StackEnv
@@ -21,6 +21,8 @@ from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.stack
+
+Identity: TypeAlias = Any  # openstacksdk's identity proxy (v3); its stubs type it as a v2|v3 union
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import openstack.exceptions
 import pytest
 from openstack.identity.v3._proxy import Proxy as Identity
 
-from api.registry import kind_info
 from devenv.testing import StackEnv
+from osprov.api.registry import kind_info
 from tests.integration.test_identity_support import (
     Passwords,
     activity_runs,

@@ -13,8 +13,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from openstack.identity.v3._proxy import Proxy as Identity
 
-from api.registry import kind_info
 from devenv.testing import StackEnv
+from osprov.api.registry import kind_info
 from tests.integration.test_identity_support import (
     identity_client,
     ready_status,

@@ -19,10 +19,10 @@ from typing import Any, cast
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.client import Client
 
-from api.registry import IDENTITY_KINDS
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv
+from osprov.api.registry import IDENTITY_KINDS
 from tests.support.osprov import Osprov, admin_connection, clouds_env
 from tests.support.waiting import wait_for
 

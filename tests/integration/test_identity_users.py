@@ -16,11 +16,11 @@ from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 from openstack.identity.v3._proxy import Proxy as Identity
 
-from api import keystone_io as io
 from devenv import stack
 from devenv.config import PORTS
 from devenv.faults.proxy import Fault, FaultProxy
 from devenv.testing import StackEnv, _live_other_users
+from osprov.api import keystone_io as io
 from tests.integration.test_identity_support import (
     Passwords,
     activity_runs,

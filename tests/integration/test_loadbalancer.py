@@ -16,10 +16,10 @@ import openstack.connection
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from api import octavia
 from devenv.faults.cloud_state import octavia_force_provisioning_status
 from devenv.openstack.catalog import VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
+from osprov.api import octavia
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
@@ -252,7 +252,7 @@ def test_load_balancer_forced_to_error_is_errored_and_left_alone(
 def test_second_object_with_the_exact_name_is_a_consistency_error(
     osprov: Osprov, admin: Any, project: Any, vip: dict[str, str]
 ) -> None:
-    obj, cloud = create(osprov, admin, project, "twin", spec(project, vip))
+    _obj, cloud = create(osprov, admin, project, "twin", spec(project, vip))
     twin = admin.load_balancer.create_load_balancer(
         name=cloud.prefix,
         project_id=project.id,

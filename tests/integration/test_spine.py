@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import pytest
-from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from devenv.testing import StackEnv
@@ -20,6 +19,8 @@ from tests.support.osprov import Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.stack
+
+Identity: TypeAlias = Any  # openstacksdk's identity proxy (v3); its stubs type it as a v2|v3 union
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,12 @@ from typing import Any
 import openstack.connection
 import pytest
 
-from api.cinder_io import ERROR_MESSAGE, volume_name
 from devenv.config import PORTS
 from devenv.faults.cloud_state import cinder_reset_status
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.catalog import VOLUME_TYPE
 from devenv.testing import StackEnv
+from osprov.api.cinder_io import ERROR_MESSAGE, volume_name
 from tests.support.osprov import (
     Osprov,
     admin_connection,

@@ -10,7 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from workflows.all import WORKFLOWS
+from osprov.workflows.all import WORKFLOWS
 
 HISTORIES = Path(__file__).parent / "histories"
 

@@ -111,9 +111,11 @@ def test_fault_proxy_in_front_of_keystone(identity_stack: StackEnv) -> None:
         with pytest.raises((TimeoutError, urllib.error.URLError)):
             _get(url, timeout=1.0)
 
-        with proxy.holding(("GET",)):  # forwarded, never answered
-            with pytest.raises((TimeoutError, urllib.error.URLError)):
-                _get(url, timeout=1.0)
+        with (
+            proxy.holding(("GET",)),  # forwarded, never answered
+            pytest.raises((TimeoutError, urllib.error.URLError)),
+        ):
+            _get(url, timeout=1.0)
         assert _get(url)[0] == 200  # released when the block ends
         proxy.set_fault(Fault.HOLD_ANSWER, hold_methods=("POST",))  # other methods pass
         assert _get(url)[0] == 200

@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devenv import stack
 from devenv.testing import StackEnv
-from osprov.codec import codec_from_env
+from osprov.runtime.codec import codec_from_env
 
 pytestmark = pytest.mark.stack
 

@@ -7,6 +7,7 @@ other's resources. Processes are their own process group; kill() is a real SIGKI
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kubernetes
 import openstack
@@ -91,31 +92,40 @@ class Osprov:
         return kubernetes.client.CustomObjectsApi(self.kube)
 
     def apply(self, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        from api.registry import kind_info
+        from osprov.api.registry import kind_info
 
         info = kind_info(kind)
         body = {"apiVersion": info.api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
         if self.get(kind, name) is None:
-            return self.custom.create_namespaced_custom_object(  # type: ignore[no-any-return]
-                info.group, info.version, self.namespace, info.plural, body
+            return cast(
+                dict[str, Any],
+                self.custom.create_namespaced_custom_object(
+                    info.group, info.version, self.namespace, info.plural, body
+                ),
             )
-        return self.custom.patch_namespaced_custom_object(  # type: ignore[no-any-return]
-            info.group,
-            info.version,
-            self.namespace,
-            info.plural,
-            name,
-            {"spec": spec},
-            _content_type="application/merge-patch+json",
+        return cast(
+            dict[str, Any],
+            self.custom.patch_namespaced_custom_object(
+                info.group,
+                info.version,
+                self.namespace,
+                info.plural,
+                name,
+                {"spec": spec},
+                _content_type="application/merge-patch+json",
+            ),
         )
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
-        from api.registry import kind_info
+        from osprov.api.registry import kind_info
 
         info = kind_info(kind)
         try:
-            return self.custom.get_namespaced_custom_object(  # type: ignore[no-any-return]
-                info.group, info.version, self.namespace, info.plural, name
+            return cast(
+                dict[str, Any],
+                self.custom.get_namespaced_custom_object(
+                    info.group, info.version, self.namespace, info.plural, name
+                ),
             )
         except ApiException as err:
             if err.status == 404:
@@ -123,7 +133,7 @@ class Osprov:
             raise
 
     def delete(self, kind: str, name: str) -> None:
-        from api.registry import kind_info
+        from osprov.api.registry import kind_info
 
         info = kind_info(kind)
         self.custom.delete_namespaced_custom_object(
@@ -153,7 +163,7 @@ class Osprov:
         core = kubernetes.client.CoreV1Api(self.kube)
         body = {"metadata": {"name": name}, "stringData": data}
         try:
-            core.create_namespaced_secret(self.namespace, body)
+            core.create_namespaced_secret(self.namespace, body)  # type: ignore[arg-type] # a dict is accepted
         except ApiException as err:
             if err.status != 409:
                 raise
@@ -190,7 +200,7 @@ def endpoint_override(service: str, url: str, api_version: str) -> Callable[[dic
 
 def ensure_crd(stack: StackEnv, kind: str) -> None:
     """Install the generated CRD of `kind` if the running kube emulator started before it existed."""
-    from api.registry import kind_info
+    from osprov.api.registry import kind_info
 
     api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
     info = kind_info(kind)
@@ -233,10 +243,10 @@ def run_osprov(
         | (extra_env or {})
     )
     kube = kubernetes.config.new_client_from_config(config_file=env["KUBECONFIG"])
-    kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
+    kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})  # type: ignore[arg-type]
     python = sys.executable
-    worker = Proc("worker", [python, "-m", "worker"], env, tmp / "worker.log")
-    bridge = Proc("bridge", [python, "-m", "bridge"], env, tmp / "bridge.log")
+    worker = Proc("worker", [python, "-m", "osprov.worker"], env, tmp / "worker.log")
+    bridge = Proc("bridge", [python, "-m", "osprov.bridge"], env, tmp / "bridge.log")
     worker.start()
     bridge.start()
     o = Osprov(
@@ -257,9 +267,7 @@ def _terminate_workflows(stack: StackEnv, namespace: str) -> None:
         client = await Client.connect(stack.temporal_address, namespace=stack.temporal_namespace)
         query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
         async for wf in client.list_workflows(query):
-            try:
+            with contextlib.suppress(RPCError):  # finished meanwhile
                 await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test module finished")
-            except RPCError:
-                pass  # finished meanwhile
 
     asyncio.run(terminate())

@@ -9,7 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(check: Callable[[], T], what: str, timeout_s: float = 60.0, interval_s: float = 0.2) -> T:
+def wait_for(check: Callable[[], T | None], what: str, timeout_s: float = 60.0, interval_s: float = 0.2) -> T:
     """Poll `check` until it returns something truthy; fail with `what` and the last value at the deadline."""
     deadline = time.monotonic() + timeout_s
     last: object = None
@@ -20,7 +20,7 @@ def wait_for(check: Callable[[], T], what: str, timeout_s: float = 60.0, interva
             last = err
         else:
             if last:
-                return last  # type: ignore[return-value]
+                return last  # type: ignore[return-value] # truthy: not None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
         time.sleep(interval_s)

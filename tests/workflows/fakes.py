@@ -11,9 +11,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import errors
-from api import keystone_io as io
-from api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
+from osprov.activities import errors
+from osprov.api import keystone_io as io
+from osprov.api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
 
 
 @dataclass

@@ -17,11 +17,11 @@ from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import errors
-from api import cinder_io as io
+from osprov.activities import errors
+from osprov.api import cinder_io as io
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.harness import Harness
-from workflows.all import WORKFLOWS
 
 REGION = "RegionOne"
 FINALIZER = "cinder.osh.openstack.org/finalizer"

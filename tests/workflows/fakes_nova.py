@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from temporalio import activity
 
-from activities import errors
-from api import nova_io as io
+from osprov.activities import errors
+from osprov.api import errors as api_errors
+from osprov.api import nova_io as io
 
 BOOTED = "2026-01-01T00:00:00.000000"
 # accept: Nova accepts (ref flips with task_state); conflict: 409; lost_accepted: accepted, but the
@@ -134,7 +135,7 @@ class FakeNova:
                 server.image_id, server.status, server.task_state = req.image_id, "REBUILD", "rebuilding"
                 nova.accepted.append(req.image_id)
             if outcome.startswith("lost"):
-                raise errors.error(errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
+                raise errors.error(api_errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
 
         @activity.defn(name=io.ATTACH_VOLUME)
         async def attach_volume(req: io.VolumeAttachment) -> io.AttachResult:
@@ -176,8 +177,8 @@ async def replay_scenario(h: Any, kind: str) -> str:
     """
     from temporalio.worker import Worker
 
+    from osprov.workflows.all import WORKFLOWS
     from tests.workflows.test_server_workflow import ServerHarness, spec
-    from workflows.all import WORKFLOWS
 
     nova = FakeNova()
     queue = f"{h.queue}-nova"

@@ -15,10 +15,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.worker import Worker
 
-from activities import errors
-from api import octavia_io as io
+from osprov.activities import errors
+from osprov.api import octavia_io as io
+from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.harness import Harness, eventually
-from workflows.loadbalancer import LoadBalancerWorkflow
 
 LB_FINALIZER = "octavia.osh.openstack.org/finalizer"
 WORKFLOWS = [LoadBalancerWorkflow]
@@ -121,7 +121,7 @@ class FakeOctavia:
         self.scopes.add((scope.project, scope.domain))
 
     # ----- activities -------------------------------------------------------------------------------
-    def activities(self) -> list[Any]:  # noqa: C901 - one closure per activity
+    def activities(self) -> list[Any]:
         o = self
 
         @activity.defn(name=io.FIND_LOAD_BALANCER)

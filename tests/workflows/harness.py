@@ -12,7 +12,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from api.messages import (
+from osprov.api.messages import (
     QUERY_STATE,
     SIGNAL_RESOURCE_CHANGED,
     EntityConfig,
@@ -21,9 +21,9 @@ from api.messages import (
     ResourceChange,
     ResourceRef,
 )
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows import runstate
 from tests.workflows.fakes import FakeCloud
-from workflows.all import WORKFLOWS
 
 # A timer due this soon (server seconds) fires before a test signals the run (see runstate).
 TIMER_GUARD_S = 2.0

@@ -16,13 +16,13 @@ from temporalio.converter import DataConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
-from osprov.codec import AesGcmCodec, CodecConfigError, parse_keys
+from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
 from osprov.codec_server import build_app
-from osprov.temporal import data_converter
+from osprov.runtime.codec import AesGcmCodec, CodecConfigError, parse_keys
+from osprov.runtime.temporal import data_converter
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.harness import CONFIG, eventually
-from workflows.all import WORKFLOWS
 
 KEY_A = base64.b64encode(b"a" * 32).decode()
 KEY_B = base64.b64encode(b"b" * 32).decode()

@@ -6,8 +6,8 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from api import keystone_io as io
-from api.messages import (
+from osprov.api import keystone_io as io
+from osprov.api.messages import (
     ResourceChange,
 )
 from tests.workflows.harness import CONFIG, Harness, eventually

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from api import keystone_io as io
-from api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
+from typing import Any
+
+from osprov.api import keystone_io as io
+from osprov.api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
 from tests.workflows.harness import Harness, eventually
 
 USER = {"name": "cinder", "domain": "service", "passwordSecret": {"name": "cinder-pw"}}
@@ -103,7 +105,7 @@ async def test_role_assignment_delete_revokes_the_recorded_grant(h: Harness) -> 
     assert h.cloud.grants == set() and h.cloud.count(io.REVOKE_GRANT) == 1
 
 
-ENDPOINT = {
+ENDPOINT: dict[str, Any] = {
     "service": {"name": "cinderv3", "type": "volumev3"},
     "region": "RegionOne",
     "urls": {"internal": "http://cinder:8776/v3", "public": "http://cinder.example/v3"},

@@ -17,11 +17,11 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from api import octavia_io as io
+from osprov.api import octavia_io as io
+from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
 from tests.workflows.harness import Harness, eventually
-from workflows.loadbalancer import LoadBalancerWorkflow
 
 FINALIZER = "octavia.osh.openstack.org/finalizer"
 HTTP = {

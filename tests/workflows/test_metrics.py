@@ -11,13 +11,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
-from osprov import metrics
+from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
+from osprov.runtime import metrics
+from osprov.worker.interceptor import LogContextInterceptor
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows.conftest import test_server_path as server_path
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.harness import CONFIG, eventually
-from worker.interceptor import LogContextInterceptor
-from workflows.all import WORKFLOWS
 
 
 def free_port() -> int:

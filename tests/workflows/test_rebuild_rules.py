@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.nova import RebuildState as S
-from workflows.rebuild import Action, Marker, Observation, advance, monitor, reconcile_pass
+from osprov.api.nova import RebuildState as S
+from osprov.workflows.rebuild import Action, Marker, Observation, advance, monitor, reconcile_pass
 
 OLD, NEW, OTHER = "img-old", "img-new", "img-other"
 BOOTED = "2026-01-01T00:00:00.000000"

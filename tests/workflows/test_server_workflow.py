@@ -13,11 +13,11 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from api import nova_io as io
+from osprov.api import nova_io as io
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_nova import FakeNova
 from tests.workflows.harness import Harness
-from workflows.all import WORKFLOWS
 
 OLD, NEW, NEWER = "img-old", "img-new", "img-newer"
 

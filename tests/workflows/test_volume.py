@@ -13,10 +13,10 @@ import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities import errors
-from api import cinder_io as io
+from osprov.api import cinder_io as io
+from osprov.api import errors as api_errors
+from osprov.workflows.volume import POLL_MAX_SECONDS, poll_delay
 from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
-from workflows.volume import POLL_MAX_SECONDS, poll_delay
 
 UID = "5e1f0c3a-0000-4000-8000-000000000001"
 NAME = io.volume_name(UID)
@@ -230,7 +230,7 @@ async def test_D5_error_deleting_reports_errored_and_retries(h: CinderHarness) -
 
 async def test_transient_activity_failure_is_retried_with_a_provisioning_reason(h: CinderHarness) -> None:
     h.cinder.add_project()
-    h.cinder.fail_next[io.CREATE_VOLUME] = errors.UNAUTHORIZED
+    h.cinder.fail_next[io.CREATE_VOLUME] = api_errors.UNAUTHORIZED
     await h.apply("Volume", spec(), uid=UID)
     await h.until(lambda: bool(h.condition()), "failure reported")
     assert h.condition()["reason"] == "Provisioning" and "injected" in h.condition()["message"]

@@ -11,11 +11,11 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import keystone_io as io
-    from api.common import CommonSpec
-    from api.messages import ConditionState
-    from workflows.calls import call
-    from workflows.entity import Entity, Outcome, PassFailed
+    from osprov.api import keystone_io as io
+    from osprov.api.common import CommonSpec
+    from osprov.api.messages import ConditionState
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Entity, Outcome, PassFailed
 
 
 async def find(kind: io.KeystoneKind, name: str | None = None, **filters: str) -> list[io.KeystoneObject]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import keystone_io as io
-    from api.keystone import DomainSpec
-    from api.messages import EntityInput
-    from workflows.calls import call
-    from workflows.entity import Outcome
-    from workflows.keystone.common import KeystoneEntity, ensure, find
+    from osprov.api import keystone_io as io
+    from osprov.api.keystone import DomainSpec
+    from osprov.api.messages import EntityInput
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Outcome
+    from osprov.workflows.keystone.common import KeystoneEntity, ensure, find
 
 
 @workflow.defn(name="Domain")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import keystone_io as io
-    from api.keystone import GroupSpec
-    from api.messages import EntityInput
-    from workflows.entity import Outcome
-    from workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.api import keystone_io as io
+    from osprov.api.keystone import GroupSpec
+    from osprov.api.messages import EntityInput
+    from osprov.workflows.entity import Outcome
+    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
 
 
 @workflow.defn(name="Group")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import keystone_io as io
-    from api.keystone import RoleAssignmentSpec
-    from api.messages import EntityInput
-    from workflows.calls import call
-    from workflows.entity import Outcome
-    from workflows.keystone.common import KeystoneEntity, domain_id, ready, require
+    from osprov.api import keystone_io as io
+    from osprov.api.keystone import RoleAssignmentSpec
+    from osprov.api.messages import EntityInput
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Outcome
+    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ready, require
 
 
 @workflow.defn(name="RoleAssignment")

@@ -11,13 +11,13 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from api import keystone_io as io
-    from api.keystone import UserSpec
-    from api.kube_io import SecretKey, SecretVersion
-    from api.messages import EntityInput
-    from workflows.calls import call
-    from workflows.entity import Outcome
-    from workflows.keystone.common import KeystoneEntity, domain_id, ensure, require
+    from osprov.api import keystone_io as io
+    from osprov.api.keystone import UserSpec
+    from osprov.api.kube_io import SecretKey, SecretVersion
+    from osprov.api.messages import EntityInput
+    from osprov.workflows.calls import call
+    from osprov.workflows.entity import Outcome
+    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure, require
 
 
 @workflow.defn(name="User")

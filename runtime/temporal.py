@@ -8,9 +8,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 
-from osprov import metrics
-from osprov.codec import AesGcmCodec, codec_from_env
-from osprov.settings import Settings
+from osprov.runtime import metrics
+from osprov.runtime.codec import AesGcmCodec, codec_from_env
+from osprov.runtime.settings import Settings
 
 
 def data_converter(codec: AesGcmCodec | None = None) -> DataConverter:

@@ -85,7 +85,7 @@ def codec_from_env() -> AesGcmCodec | None:
 
 
 def new_key() -> str:
-    """A fresh base64 AES-256 key (`python -m osprov.codec` prints one)."""
+    """A fresh base64 AES-256 key (`python -m osprov.runtime.codec` prints one)."""
     return base64.b64encode(AESGCM.generate_key(bit_length=256)).decode()
 
 

@@ -2,7 +2,8 @@
 
 One mechanism for everything: the runtime serves /metrics (SDK metrics plus these) on
 OSPROV_METRICS_PORT. Workflow metrics use the workflow meter (not emitted during replay), activity
-metrics the activity meter, the bridge the runtime's meter. Names (all counters unless noted):
+metrics the activity meter, the bridge the runtime's meter. Names (osprov.api.metrics; all counters
+unless noted):
 
 - osprov_reconciles{kind, result=ok|waiting|error|invalid, reason}   passes of the entity loop
 - osprov_cloud_calls{activity, outcome}      activities by name (service.verb) and outcome
@@ -17,13 +18,6 @@ from __future__ import annotations
 from temporalio.client import Client
 from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-
-RECONCILES = "osprov_reconciles"
-CLOUD_CALLS = "osprov_cloud_calls"
-CLOUD_CALL_SECONDS = "osprov_cloud_call_seconds"
-REBUILDS = "osprov_rebuilds"
-BRIDGE_EVENTS = "osprov_bridge_events"
-BRIDGE_RELISTS = "osprov_bridge_relists"
 
 
 def runtime(port: int, host: str = "0.0.0.0") -> Runtime | None:
