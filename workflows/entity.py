@@ -20,7 +20,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from osprov.api import registry
+    from osprov.api import kube_io, registry
+    from osprov.api.activity import Activity
     from osprov.api.common import parse_duration
     from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
     from osprov.api.messages import (
@@ -234,7 +235,7 @@ class Entity:
             return await self._delete(change, spec)
         if self.wants_finalizer(spec) and self.finalizer not in change.finalizers:
             self.set_step("adding finalizer")
-            if not await self._finalizer("kube.add_finalizer", change):
+            if not await self._finalizer(kube_io.ADD_FINALIZER, change):
                 return None
         elif not self.wants_finalizer(spec) and self.finalizer in change.finalizers:
             await self._drop_finalizer(change)
@@ -321,14 +322,15 @@ class Entity:
     async def _drop_finalizer(self, change: ResourceChange) -> None:
         if self.finalizer in change.finalizers and not change.gone:
             self.set_step("removing finalizer")
-            await self._finalizer("kube.remove_finalizer", change)
+            await self._finalizer(kube_io.REMOVE_FINALIZER, change)
 
-    async def _finalizer(self, activity: str, change: ResourceChange) -> bool:
+    async def _finalizer(
+        self, contract: Activity[FinalizerChange, WriteResult], change: ResourceChange
+    ) -> bool:
         res = await call(
-            activity,
+            contract,
             FinalizerChange(obj=self.obj, finalizer=self.finalizer),
-            WriteResult,
-            summary=f"{activity.split('.')[1]} {self.finalizer}",
+            summary=f"{contract.name.split('.')[1].replace('_', ' ')} {self.finalizer}",
         )
         if not res.exists:
             change.gone = True
@@ -345,9 +347,8 @@ class Entity:
         if status != self.st.status:
             self.set_step(self.st.step)
             res = await call(
-                "kube.patch_status",
+                kube_io.PATCH_STATUS,
                 PatchStatus(obj=self.obj, status=status),
-                WriteResult,
                 summary=f"status {merged[0].type}={merged[0].status}" if merged else "status",
             )
             if not res.exists:

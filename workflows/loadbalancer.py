@@ -80,7 +80,6 @@ class LoadBalancerWorkflow(Entity):
         found = await call(
             io.FIND_LOAD_BALANCER,
             io.FindLoadBalancer(scope=scope, name=name),
-            list[io.LoadBalancerView],
             summary=f"find load balancer {name}",
         )
         lb = exactly_one(found, name)
@@ -95,7 +94,6 @@ class LoadBalancerWorkflow(Entity):
                     vip_subnet_id=spec.vip_subnet_id,
                     vip_address=spec.vip_address,
                 ),
-                io.LoadBalancerView,
                 summary=f"create load balancer {name}",
             )
             self.st.ids.update(loadBalancerID=lb.id, vipAddress=lb.vip_address)
@@ -124,13 +122,12 @@ class LoadBalancerWorkflow(Entity):
         children = io.ListChildren(scope=scope, load_balancer_id=lb.id, prefix=prefix)
         # Independent reads run in parallel (one round trip instead of four on a busy worker).
         listeners, pools, monitors, fips = await asyncio.gather(
-            call(io.LIST_LISTENERS, children, list[io.ListenerView], summary=f"list {prefix}*listener"),
-            call(io.LIST_POOLS, children, list[io.PoolView], summary=f"list {prefix}*pool"),
-            call(io.LIST_MONITORS, children, list[io.MonitorView], summary=f"list {prefix}*monitor"),
+            call(io.LIST_LISTENERS, children, summary=f"list {prefix}*listener"),
+            call(io.LIST_POOLS, children, summary=f"list {prefix}*pool"),
+            call(io.LIST_MONITORS, children, summary=f"list {prefix}*monitor"),
             call(
                 io.FIND_FLOATING_IPS,
                 io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
-                list[io.FloatingIpView],
                 summary=f"find floating IPs of VIP port {lb.vip_port_id}",
             ),
         )
@@ -145,7 +142,6 @@ class LoadBalancerWorkflow(Entity):
                 call(
                     io.LIST_MEMBERS,
                     io.PoolRef(scope=scope, pool_id=p.id),
-                    list[io.MemberView],
                     summary=f"members of {p.name}",
                 )
                 for p in ours
@@ -218,7 +214,6 @@ class LoadBalancerWorkflow(Entity):
             await call(
                 io.DELETE_FLOATING_IP,
                 io.DeleteFloatingIp(scope=scope, id=fip.id),
-                bool,
                 summary=f"delete floating IP {fip.address}",
             )
             self.st.ids["publicIP"] = None
@@ -226,7 +221,6 @@ class LoadBalancerWorkflow(Entity):
             fip = await call(
                 io.CREATE_FLOATING_IP,
                 io.CreateFloatingIp(scope=scope, port_id=port_id),
-                io.FloatingIpView,
                 summary=f"create floating IP on VIP port {port_id}",
             )
             self.st.ids["publicIP"] = fip.address
@@ -254,7 +248,6 @@ class LoadBalancerWorkflow(Entity):
                 io.CreatePool(
                     scope=scope, load_balancer_id=lb_id, name=pname, protocol=pool_protocol(listener)
                 ),
-                io.PoolView,
                 summary=f"create pool {pname} ({pool_protocol(listener)})",
             )
             return self._wait(f"P7a created pool {pname}; waiting for ACTIVE", mutated=True)
@@ -267,7 +260,6 @@ class LoadBalancerWorkflow(Entity):
             await call(
                 io.UPDATE_POOL,
                 io.UpdatePool(scope=scope, id=pool.id, lb_algorithm=io.LB_ALGORITHM),
-                io.PoolView,
                 summary=f"update pool {pname}: lb_algorithm",
             )
             return self._wait(f"P7a updated pool {pname}; waiting for ACTIVE", mutated=True)
@@ -289,7 +281,6 @@ class LoadBalancerWorkflow(Entity):
                     timeout_client_data=timeout,
                     timeout_member_data=timeout,
                 ),
-                io.ListenerView,
                 summary=f"create listener {lname} ({listener.protocol}/{listener.port})",
             )
             return self._wait(f"P7b created listener {lname}; waiting for ACTIVE", mutated=True)
@@ -303,7 +294,6 @@ class LoadBalancerWorkflow(Entity):
             await call(
                 io.UPDATE_LISTENER,
                 io.UpdateListener(scope=scope, id=seen.id, **drift),
-                io.ListenerView,
                 summary=f"update listener {lname}: {', '.join(sorted(drift))}",
             )
             return self._wait(f"P7b updated listener {lname}; waiting for ACTIVE", mutated=True)
@@ -346,7 +336,6 @@ class LoadBalancerWorkflow(Entity):
                     max_retries=want_hm[2],
                     max_retries_down=want_hm[3],
                 ),
-                io.MonitorView,
                 summary=f"create health monitor {mname} ({monitor_type(listener)})",
             )
             return self._wait(f"P7d created health monitor {mname}; waiting for ACTIVE", mutated=True)
@@ -363,7 +352,6 @@ class LoadBalancerWorkflow(Entity):
                     max_retries=want_hm[2],
                     max_retries_down=want_hm[3],
                 ),
-                io.MonitorView,
                 summary=f"update health monitor {mname}: thresholds",
             )
             return self._wait(f"P7d updated health monitor {mname}; waiting for ACTIVE", mutated=True)
@@ -375,7 +363,6 @@ class LoadBalancerWorkflow(Entity):
         await call(
             io.DELETE,
             io.DeleteObject(scope=scope, kind=kind, id=obj_id, cascade=cascade),
-            bool,
             summary=f"delete {kind} {name}" + (" (cascade)" if cascade else ""),
         )
 
@@ -391,7 +378,6 @@ class LoadBalancerWorkflow(Entity):
             found = await call(
                 io.FIND_LOAD_BALANCER,
                 io.FindLoadBalancer(scope=scope, name=name),
-                list[io.LoadBalancerView],
                 summary=f"find load balancer {name}",
             )
             lb = exactly_one(found, name)
@@ -405,14 +391,12 @@ class LoadBalancerWorkflow(Entity):
                     fips = await call(
                         io.FIND_FLOATING_IPS,
                         io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
-                        list[io.FloatingIpView],
                         summary=f"find floating IPs of VIP port {lb.vip_port_id}",
                     )
                     for fip in fips:
                         await call(
                             io.DELETE_FLOATING_IP,
                             io.DeleteFloatingIp(scope=scope, id=fip.id),
-                            bool,
                             summary=f"delete floating IP {fip.address}",
                         )
                 self.set_step("D3 cascade-deleting the load balancer")

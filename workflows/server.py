@@ -202,7 +202,6 @@ class ServerWorkflow(Entity):
         found = await call(
             io.GET_SERVER,
             io.ServerId(project=project, server_id=server_id),
-            io.ServerLookup,
             summary=f"read server {server_id}",
         )
         return found.server
@@ -221,7 +220,6 @@ class ServerWorkflow(Entity):
         found = await call(
             io.FIND_SERVER,
             io.FindServer(project=project, name=name),
-            list[io.ServerRead],
             summary=f"find server {name}",
         )
         if len(found) > 1:
@@ -253,7 +251,6 @@ class ServerWorkflow(Entity):
                 user_data=spec.user_data,
                 metadata=self.metadata(spec),
             ),
-            io.ServerRead,
             summary=f"create server {name}",
         )
 
@@ -292,7 +289,6 @@ class ServerWorkflow(Entity):
         await call(
             io.DELETE_SERVER,
             io.ServerId(project=project, server_id=read.id),
-            bool,
             summary=f"delete failed server {read.id}",
         )
         self.st.extra["deleting"] = read.id
@@ -420,7 +416,6 @@ class ServerWorkflow(Entity):
         found = await call(
             io.FIND_SERVER,
             io.FindServer(project=project, name=name),
-            list[io.ServerRead],
             summary=f"find server {name}",
         )
         for server in found:
@@ -428,7 +423,6 @@ class ServerWorkflow(Entity):
             await call(
                 io.DELETE_SERVER,
                 io.ServerId(project=project, server_id=server.id),
-                bool,
                 summary=f"delete server {server.id}",
             )
         announced = False

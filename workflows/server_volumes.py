@@ -43,7 +43,7 @@ async def reconcile_attachments(
             project=project, server_id=server_id, namespace=namespace, volume=vol.volume, device=vol.device
         )
         try:
-            res = await call(io.ATTACH_VOLUME, req, io.AttachResult, summary=f"attach Volume {vol.volume}")
+            res = await call(io.ATTACH_VOLUME, req, summary=f"attach Volume {vol.volume}")
         except ActivityError as err:
             out.statuses.append({"name": vol.volume, "message": failure_message(err)})
             out.problems.append(failure_message(err))

@@ -86,7 +86,6 @@ class VolumeWorkflow(Entity):
         return await call(
             io.FIND_VOLUMES,
             io.FindVolumes(scope=self._scope(spec), name=self.volume_name),
-            io.VolumeLookup,
             summary=f"find volume {self.volume_name} in {spec.project.domain}/{spec.project.name}",
         )
 
@@ -143,7 +142,6 @@ class VolumeWorkflow(Entity):
                     tags=spec.tags,
                     system=self._system_keys(spec),
                 ),
-                io.Volume,
                 summary=f"create volume {self.volume_name} ({spec.size} GiB)",
             )
         elif (
@@ -157,7 +155,6 @@ class VolumeWorkflow(Entity):
                 io.UpdateMetadata(
                     scope=self._scope(spec), id=volume.id, tags=spec.tags, system=self._system_keys(spec)
                 ),
-                bool,
                 summary=f"update metadata of volume {self.volume_name}",
             )
         return self._observe(volume)
@@ -226,7 +223,6 @@ class VolumeWorkflow(Entity):
                 await call(
                     io.DELETE_VOLUME,
                     io.DeleteVolume(scope=self._scope(spec), id=volume.id),
-                    io.DeleteResult,
                     summary=f"delete volume {self.volume_name}",
                 )
             if not announced and poll > 0 and self.st.desired is not None:

@@ -47,10 +47,10 @@ class FakeCloud:
     def activities(self) -> list[Any]:
         cloud = self
 
-        @activity.defn(name=io.FIND)
+        @activity.defn(name=io.FIND.name)
         async def find(req: io.Find) -> list[io.KeystoneObject]:
-            cloud.calls.append(io.FIND)
-            cloud._maybe_fail(io.FIND)
+            cloud.calls.append(io.FIND.name)
+            cloud._maybe_fail(io.FIND.name)
             want = req.effective_filters()
             return [
                 o
@@ -58,25 +58,25 @@ class FakeCloud:
                 if all(str(o.fields.get(k) if k != "id" else o.id) == v for k, v in want.items())
             ]
 
-        @activity.defn(name=io.CREATE)
+        @activity.defn(name=io.CREATE.name)
         async def create(req: io.Create) -> io.KeystoneObject:
-            cloud.calls.append(io.CREATE)
-            cloud._maybe_fail(io.CREATE)
+            cloud.calls.append(io.CREATE.name)
+            cloud._maybe_fail(io.CREATE.name)
             existing = await find(req.find)
             cloud.calls.pop()
             return existing[0] if existing else cloud.add(req.kind, **req.fields)
 
-        @activity.defn(name=io.UPDATE)
+        @activity.defn(name=io.UPDATE.name)
         async def update(req: io.Update) -> io.KeystoneObject:
-            cloud.calls.append(io.UPDATE)
+            cloud.calls.append(io.UPDATE.name)
             old = cloud.objects[req.kind][req.id]
             new = io.KeystoneObject(kind=old.kind, id=old.id, fields=old.fields | req.fields)
             cloud.objects[req.kind][req.id] = new
             return new
 
-        @activity.defn(name=io.DELETE)
+        @activity.defn(name=io.DELETE.name)
         async def delete(req: io.Delete) -> bool:
-            cloud.calls.append(io.DELETE)
+            cloud.calls.append(io.DELETE.name)
             return cloud.objects.get(req.kind, {}).pop(req.id, None) is not None
 
         @activity.defn(name="kube.patch_status")
@@ -110,33 +110,33 @@ class FakeCloud:
             secret_value(req)
             return SecretVersion(resource_version="1")
 
-        @activity.defn(name=io.PROBE_PASSWORD)
+        @activity.defn(name=io.PROBE_PASSWORD.name)
         async def probe_password(req: io.Probe) -> io.ProbeResult:
-            cloud.calls.append(io.PROBE_PASSWORD)
+            cloud.calls.append(io.PROBE_PASSWORD.name)
             ok = cloud.passwords.get(req.user_id) == secret_value(req.secret)
             return io.ProbeResult(outcome="valid" if ok else "unauthorized")
 
-        @activity.defn(name=io.SET_PASSWORD)
+        @activity.defn(name=io.SET_PASSWORD.name)
         async def set_password(req: io.SetPassword) -> None:
-            cloud.calls.append(io.SET_PASSWORD)
+            cloud.calls.append(io.SET_PASSWORD.name)
             cloud.passwords[req.user_id] = secret_value(req.secret)
 
         def grant_key(g: io.Grant) -> str:
             return g.model_dump_json()
 
-        @activity.defn(name=io.CHECK_GRANT)
+        @activity.defn(name=io.CHECK_GRANT.name)
         async def check_grant(req: io.Grant) -> bool:
-            cloud.calls.append(io.CHECK_GRANT)
+            cloud.calls.append(io.CHECK_GRANT.name)
             return grant_key(req) in cloud.grants
 
-        @activity.defn(name=io.PUT_GRANT)
+        @activity.defn(name=io.PUT_GRANT.name)
         async def put_grant(req: io.Grant) -> None:
-            cloud.calls.append(io.PUT_GRANT)
+            cloud.calls.append(io.PUT_GRANT.name)
             cloud.grants.add(grant_key(req))
 
-        @activity.defn(name=io.REVOKE_GRANT)
+        @activity.defn(name=io.REVOKE_GRANT.name)
         async def revoke_grant(req: io.Grant) -> bool:
-            cloud.calls.append(io.REVOKE_GRANT)
+            cloud.calls.append(io.REVOKE_GRANT.name)
             present = grant_key(req) in cloud.grants
             cloud.grants.discard(grant_key(req))
             return present

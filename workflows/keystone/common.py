@@ -23,7 +23,6 @@ async def find(kind: io.KeystoneKind, name: str | None = None, **filters: str) -
     return await call(
         io.FIND,
         io.Find(kind=kind, name=name, filters=filters),
-        list[io.KeystoneObject],
         summary=f"find {kind} {where}",
     )
 
@@ -50,12 +49,11 @@ async def ensure(
 
     Returns the object, what was done ("created" | "updated" | "unchanged"), and any other exact
     matches (duplicates; lowest ID is adopted, the others are reported, never deleted)."""
-    found = await call(io.FIND, lookup, list[io.KeystoneObject], summary=f"find {kind} {lookup.name or ''}")
+    found = await call(io.FIND, lookup, summary=f"find {kind} {lookup.name or ''}")
     if not found:
         obj = await call(
             io.CREATE,
             io.Create(kind=kind, fields=create | manage, find=lookup),
-            io.KeystoneObject,
             summary=f"create {kind} {lookup.name or ''}",
         )
         return obj, "created", []
@@ -65,7 +63,6 @@ async def ensure(
         obj = await call(
             io.UPDATE,
             io.Update(kind=kind, id=obj.id, fields=drift),
-            io.KeystoneObject,
             summary=f"update {kind} {obj.id}: {', '.join(sorted(drift))}",
         )
         return obj, "updated", dupes
@@ -94,7 +91,6 @@ class KeystoneEntity(Entity):
             await call(
                 io.DELETE,
                 io.Delete(kind=self.KEYSTONE_KIND, id=stored),
-                bool,
                 summary=f"delete {self.KEYSTONE_KIND} {stored}",
             )
 

@@ -39,7 +39,6 @@ class DomainWorkflow(KeystoneEntity):
             await call(
                 io.UPDATE,
                 io.Update(kind="domain", id=stored, fields={"enabled": False}),
-                io.KeystoneObject,
                 summary=f"disable domain {stored} before deleting it",
             )
         await super().finalize(spec)

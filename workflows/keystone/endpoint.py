@@ -37,7 +37,6 @@ class EndpointWorkflow(KeystoneEntity):
             await call(
                 io.CREATE,
                 io.Create(kind="region", fields={"id": spec.region}, find=region),
-                io.KeystoneObject,
                 summary=f"create region {spec.region}",
             )
         ids: dict[str, str] = {}
@@ -65,6 +64,5 @@ class EndpointWorkflow(KeystoneEntity):
             await call(
                 io.DELETE,
                 io.Delete(kind="endpoint", id=endpoint_id),
-                bool,
                 summary=f"delete {interface} endpoint {endpoint_id}",
             )

@@ -30,7 +30,7 @@ class RoleAssignmentWorkflow(KeystoneEntity):
     async def reconcile(self, spec: RoleAssignmentSpec, full: bool) -> Outcome:
         grant, text = await self._resolve(spec)
         previous = self.st.extra.get("grant")
-        if await call(io.CHECK_GRANT, grant, bool, summary=f"check grant: {text}"):
+        if await call(io.CHECK_GRANT, grant, summary=f"check grant: {text}"):
             message = f"{text} is in place"
         else:
             await call(io.PUT_GRANT, grant, summary=f"grant: {text}")
@@ -45,14 +45,14 @@ class RoleAssignmentWorkflow(KeystoneEntity):
             # The spec now names another role, subject or scope: the grant this workflow made before
             # would otherwise outlive the resource (deletion revokes only the recorded one). Revoked
             # after the new grant is in place, so the subject never holds neither.
-            await call(io.REVOKE_GRANT, io.Grant(**previous), bool, summary="revoke the superseded grant")
+            await call(io.REVOKE_GRANT, io.Grant(**previous), summary="revoke the superseded grant")
             message += "; the previous grant was revoked"
         return Outcome(conditions=ready(message))
 
     async def finalize(self, spec: RoleAssignmentSpec) -> None:
         stored = self.st.extra.get("grant")
         if stored:
-            await call(io.REVOKE_GRANT, io.Grant(**stored), bool, summary="revoke the recorded grant")
+            await call(io.REVOKE_GRANT, io.Grant(**stored), summary="revoke the recorded grant")
 
     async def _resolve(self, spec: RoleAssignmentSpec) -> tuple[io.Grant, str]:
         role_filters = {"domain_id": await domain_id(spec.role.domain)} if spec.role.domain else {}

@@ -12,8 +12,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import keystone_io as io
+    from osprov.api import kube_io
     from osprov.api.keystone import UserSpec
-    from osprov.api.kube_io import SecretKey, SecretVersion
+    from osprov.api.kube_io import SecretKey
     from osprov.api.messages import EntityInput
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome
@@ -33,9 +34,8 @@ class UserWorkflow(KeystoneEntity):
         ns, ref = self.st.ref.namespace, spec.password_secret
         secret = io.SecretRef(namespace=ns, name=ref.name, key=ref.key)
         await call(
-            "kube.check_secret",
+            kube_io.CHECK_SECRET,
             SecretKey(namespace=ns, name=ref.name, key=ref.key),
-            SecretVersion,
             summary=f"check Secret {ns}/{ref.name} has key {ref.key}",
         )
         dom = await domain_id(spec.domain)
@@ -70,7 +70,6 @@ class UserWorkflow(KeystoneEntity):
             probe = await call(
                 io.PROBE_PASSWORD,
                 io.Probe(user_id=obj.id, user_name=spec.name, domain_id=dom, secret=secret),
-                io.ProbeResult,
                 summary=f"probe password of {spec.name}",
             )
             if probe.outcome == "unauthorized":
