@@ -151,6 +151,19 @@ class KeystoneRef(CamelModel):
     )
 
 
+def serves(keystone_ref_name: str, controller_keystone: str) -> bool:
+    """Whether a controller serving Keystone deployment `controller_keystone` serves a resource whose
+    spec.keystoneRef.name is `keystone_ref_name`: unset or empty means "the controller's own". The one rule,
+    used by the bridge (on raw objects) and by every kind's workflow (on parsed specs)."""
+    return keystone_ref_name in ("", controller_keystone)
+
+
+def raw_keystone_ref_name(spec: dict[str, Any]) -> str:
+    """spec.keystoneRef.name of a resource as the API returns it ("" when unset)."""
+    ref = spec.get("keystoneRef") or {}
+    return str(ref.get("name") or "") if isinstance(ref, dict) else ""
+
+
 class CommonSpec(CamelModel):
     """Fields every kind has."""
 

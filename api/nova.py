@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from osprov.api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
 
@@ -132,11 +133,34 @@ class ServerSpec(CloudSpec):
     )
 
 
+_REBUILD_RANK = {
+    RebuildState.INITIATED: 1,
+    RebuildState.REBUILDING: 2,
+    RebuildState.SUCCEEDED: 3,
+    RebuildState.FAILED: 3,
+}
+
+
 class RebuildMarker(StatusModel):
-    """The workflow's write-ahead rebuild intent, mirrored for users; the workflow never reads it back."""
+    """The write-ahead rebuild intent: workflow state (the store), mirrored to status.rebuild for users (the
+    workflow never reads the mirror back). One type for both, and for the decisions in workflows/rebuild.py."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
 
     target_image_id: str = Field(alias="targetImageID", description="Image the rebuild converges toward.")
     state: RebuildState = Field(description="Initiated | Rebuilding | Succeeded | Failed.")
+
+    @property
+    def rank(self) -> int:
+        return _REBUILD_RANK[self.state]
+
+    @property
+    def accepted(self) -> bool:
+        """Nova accepted the rebuild (state >= Rebuilding)."""
+        return self.rank >= _REBUILD_RANK[RebuildState.REBUILDING]
+
+    def with_state(self, state: RebuildState) -> RebuildMarker:
+        return self.model_copy(update={"state": state})
 
 
 class ServerVolumeStatus(StatusModel):
@@ -160,8 +184,8 @@ class ServerStatus(CloudStatus):
     )
     mac_address: str | None = Field(default=None, description="MAC address of the first port, once ACTIVE.")
     rebuild: RebuildMarker | None = Field(default=None, description="Pending image rebuild, if any.")
-    volumes: list[ServerVolumeStatus] = Field(
-        default_factory=list,
+    volumes: list[ServerVolumeStatus] | None = Field(
+        default=None,
         description="Attachment status per Volume resource.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )

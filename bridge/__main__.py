@@ -18,7 +18,6 @@ from typing import Any
 from kubernetes import client
 from temporalio.client import Client
 from temporalio.common import (
-    SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDReusePolicy,
@@ -27,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from osprov.api import metrics as names
 from osprov.api import registry
+from osprov.api import search_attributes as sa
 from osprov.api.messages import (
     SIGNAL_RESOURCE_CHANGED,
     SIGNAL_SECRET_CHANGED,
@@ -35,6 +35,7 @@ from osprov.api.messages import (
     ResourceChange,
     ResourceRef,
     SecretChanged,
+    parse_workflow_id,
 )
 from osprov.bridge.routing import Router
 from osprov.bridge.watch import Obj, Target, Watcher
@@ -145,9 +146,9 @@ class Bridge:
             static_details=f"uid {ref.uid}",
             search_attributes=TypedSearchAttributes(
                 [
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovKind"), ref.kind),
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovNamespace"), ref.namespace),
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovName"), ref.name),
+                    SearchAttributePair(sa.KIND, ref.kind),
+                    SearchAttributePair(sa.NAMESPACE, ref.namespace),
+                    SearchAttributePair(sa.NAME, ref.name),
                 ]
             ),
         )
@@ -173,11 +174,10 @@ class Bridge:
     async def signal_orphans(self, kind: str, namespace: str) -> None:
         """Running workflows of resources the first snapshot does not have were deleted while we were away."""
         present = self.router.present(kind, namespace)
-        query = f"OsprovKind = '{kind}' AND OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
+        query = f"{sa.KIND.name} = '{kind}' AND {sa.NAMESPACE.name} = '{namespace}' AND ExecutionStatus = 'Running'"
         async for wf in self.temporal.list_workflows(query):
-            parts = wf.id.split("/")
-            if len(parts) == 4 and parts[3] not in present:
-                ref = ResourceRef(kind=parts[0], namespace=parts[1], name=parts[2], uid=parts[3])
+            ref = parse_workflow_id(wf.id)
+            if ref is not None and ref.uid not in present:
                 await self._signal_if_running(
                     wf.id,
                     SIGNAL_RESOURCE_CHANGED,

@@ -100,8 +100,8 @@ async def test_continue_as_new_carries_state(h: Harness) -> None:
     await h.env.sleep(61)
     await eventually(lambda: _new_run(h, wf, first_run), "continued as new")
     st = await h.state(wf)
-    assert st.ids["domainID"] == h.cloud.of("domain")[0].id
-    assert st.applied_fingerprint is not None and st.status is not None
+    assert st.kind is not None and st.kind["id"] == h.cloud.of("domain")[0].id
+    assert st.applied_fingerprint is not None and st.written_status is not None
     assert len(h.cloud.of("domain")) == 1
     statuses = len(h.cloud.statuses)
     await h.env.sleep(61)

@@ -89,7 +89,7 @@ async def test_create_names_the_server_by_uid_with_system_metadata_last(h: Serve
         and st["launchedAt"] == "2026-01-01T00:00:00Z"
     )
     assert h.condition("Healthy")["reason"] == "Healthy"
-    assert st["rebuild"] is None and (await h.state(wf)).extra.get("rebuild") is None
+    assert st.get("rebuild") is None and ((await h.state(wf)).kind or {})["rebuild"] is None
 
 
 async def test_existing_server_of_the_exact_name_is_adopted(h: ServerHarness) -> None:

@@ -1,4 +1,4 @@
-"""What every Keystone kind shares: ownership (keystoneRef), lookups by name, ensure-with-drift.
+"""What every Keystone kind shares: lookups by name, ensure-with-drift, delete by the stored ID.
 
 Lookups are exact, filtered queries (activities post-filter); creates are create-if-absent, so a
 retried create after a worker crash adopts what the first attempt made instead of duplicating it.
@@ -12,10 +12,12 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import keystone_io as io
-    from osprov.api.common import CommonSpec
+    from osprov.api.common import ReadyReason, StatusModel
     from osprov.api.messages import ConditionState
+    from osprov.api.registry import READY
+    from osprov.api.state import KeystoneState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome, PassFailed
+    from osprov.workflows.entity import Entity, KindT, Outcome, PassFailed, SpecT, StatusBase
 
 
 async def find(kind: io.KeystoneKind, name: str | None = None, **filters: str) -> list[io.KeystoneObject]:
@@ -70,23 +72,28 @@ async def ensure(
 
 
 def ready(message: str) -> list[ConditionState]:
-    return [ConditionState(type="Ready", status="True", reason="Reconciled", message=message)]
+    return [ConditionState.of(READY, True, ReadyReason.RECONCILED, message)]
 
 
-class KeystoneEntity(Entity):
-    """Base of the Keystone kinds: keystoneRef ownership, delete by the stored ID."""
+class KeystoneEntity(Entity[SpecT, KindT]):
+    """Base of the Keystone kinds."""
 
     KEYSTONE_KIND: io.KeystoneKind
 
-    def is_ours(self, spec: CommonSpec) -> bool:
-        ref = spec.keystone_ref.name if spec.keystone_ref else ""
-        return ref in ("", self.st.config.keystone_name)
 
-    async def finalize(self, spec: Any) -> None:
+class KeystoneObjectEntity(KeystoneEntity[SpecT, KeystoneState]):
+    """A kind that resolves to one Keystone object (its ID in state and in status): delete by that ID."""
+
+    STATE = KeystoneState
+
+    def status(self, base: StatusBase) -> StatusModel:
+        field = self.info.id_attribute
+        return self.info.status_model(**base, **({field: self.k.id} if field else {}))
+
+    async def finalize(self, spec: SpecT) -> None:
         # Delete by the ID this workflow recorded, never by a query: a same-named object made by
         # someone else is not ours to remove. Already gone counts as deleted.
-        field = self.info.id_field
-        stored = self.st.ids.get(field) if field else None
+        stored = self.k.id
         if stored:
             await call(
                 io.DELETE,
@@ -100,5 +107,5 @@ class KeystoneEntity(Entity):
         message = f"{done} {what}" if done != "unchanged" else f"{what} is up to date"
         if dupes:
             message += f"; duplicates not adopted: {', '.join(d.id for d in dupes)}"
-        field = self.info.id_field
-        return Outcome(conditions=ready(message), ids={field: obj.id} if field else {})
+        self.k.id = obj.id
+        return Outcome(conditions=ready(message))

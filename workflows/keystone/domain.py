@@ -10,11 +10,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.messages import EntityInput
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, ensure, find
+    from osprov.workflows.keystone.common import KeystoneObjectEntity, ensure, find
 
 
 @workflow.defn(name="Domain")
-class DomainWorkflow(KeystoneEntity):
+class DomainWorkflow(KeystoneObjectEntity[DomainSpec]):
     KIND = "Domain"
     KEYSTONE_KIND = "domain"
 
@@ -33,7 +33,7 @@ class DomainWorkflow(KeystoneEntity):
 
     async def finalize(self, spec: DomainSpec) -> None:
         # Keystone refuses to delete an enabled domain (403): disable it first, by the stored ID.
-        stored = self.st.ids.get("domainID")
+        stored = self.k.id
         # Patched (docs/architecture.md, "Upgrades"): workflows that already ran finalize without it replay.
         if stored and workflow.patched("domain-disable-before-delete") and await find("domain", id=stored):
             await call(

@@ -11,17 +11,19 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import keystone_io as io
-    from osprov.api.keystone import EndpointSpec
+    from osprov.api.keystone import EndpointSpec, EndpointStatus
     from osprov.api.messages import EntityInput
+    from osprov.api.state import EndpointState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Outcome
+    from osprov.workflows.entity import Outcome, StatusBase
     from osprov.workflows.keystone.common import KeystoneEntity, ensure, find, ready, require
 
 
 @workflow.defn(name="Endpoint")
-class EndpointWorkflow(KeystoneEntity):
+class EndpointWorkflow(KeystoneEntity[EndpointSpec, EndpointState]):
     KIND = "Endpoint"
     KEYSTONE_KIND = "endpoint"
+    STATE = EndpointState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -57,10 +59,14 @@ class EndpointWorkflow(KeystoneEntity):
         message = f"endpoints of {svc.name} ({svc.type}) in {spec.region}: {', '.join(sorted(ids))}"
         if notes:
             message += "; " + "; ".join(notes)
-        return Outcome(conditions=ready(message), ids={"endpointIDs": ids})
+        self.k.endpoint_ids = ids
+        return Outcome(conditions=ready(message))
+
+    def status(self, base: StatusBase) -> EndpointStatus:
+        return EndpointStatus(**base, endpoint_ids=self.k.endpoint_ids or None)
 
     async def finalize(self, spec: EndpointSpec) -> None:
-        for interface, endpoint_id in sorted((self.st.ids.get("endpointIDs") or {}).items()):
+        for interface, endpoint_id in sorted(self.k.endpoint_ids.items()):
             await call(
                 io.DELETE,
                 io.Delete(kind="endpoint", id=endpoint_id),

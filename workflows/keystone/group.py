@@ -9,11 +9,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.keystone import GroupSpec
     from osprov.api.messages import EntityInput
     from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.workflows.keystone.common import KeystoneObjectEntity, domain_id, ensure
 
 
 @workflow.defn(name="Group")
-class GroupWorkflow(KeystoneEntity):
+class GroupWorkflow(KeystoneObjectEntity[GroupSpec]):
     KIND = "Group"
     KEYSTONE_KIND = "group"
 

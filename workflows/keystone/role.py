@@ -9,11 +9,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.keystone import RoleSpec
     from osprov.api.messages import EntityInput
     from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.workflows.keystone.common import KeystoneObjectEntity, domain_id, ensure
 
 
 @workflow.defn(name="Role")
-class RoleWorkflow(KeystoneEntity):
+class RoleWorkflow(KeystoneObjectEntity[RoleSpec]):
     KIND = "Role"
     KEYSTONE_KIND = "role"
 

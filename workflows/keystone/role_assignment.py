@@ -13,15 +13,17 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api import keystone_io as io
     from osprov.api.keystone import RoleAssignmentSpec
     from osprov.api.messages import EntityInput
+    from osprov.api.state import RoleAssignmentState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome
     from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ready, require
 
 
 @workflow.defn(name="RoleAssignment")
-class RoleAssignmentWorkflow(KeystoneEntity):
+class RoleAssignmentWorkflow(KeystoneEntity[RoleAssignmentSpec, RoleAssignmentState]):
     KIND = "RoleAssignment"
     KEYSTONE_KIND = "role"  # no object of its own: deletion revokes the grant instead
+    STATE = RoleAssignmentState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -29,30 +31,29 @@ class RoleAssignmentWorkflow(KeystoneEntity):
 
     async def reconcile(self, spec: RoleAssignmentSpec, full: bool) -> Outcome:
         grant, text = await self._resolve(spec)
-        previous = self.st.extra.get("grant")
+        previous = self.k.grant
         if await call(io.CHECK_GRANT, grant, summary=f"check grant: {text}"):
             message = f"{text} is in place"
         else:
             await call(io.PUT_GRANT, grant, summary=f"grant: {text}")
             message = f"granted {text}"
-        self.st.extra["grant"] = grant.model_dump()
+        self.k.grant = grant
         if (
             previous
-            and previous != self.st.extra["grant"]
+            and previous != grant
             and self.wants_finalizer(spec)
             and workflow.patched("revoke-superseded-grant")
         ):
             # The spec now names another role, subject or scope: the grant this workflow made before
             # would otherwise outlive the resource (deletion revokes only the recorded one). Revoked
             # after the new grant is in place, so the subject never holds neither.
-            await call(io.REVOKE_GRANT, io.Grant(**previous), summary="revoke the superseded grant")
+            await call(io.REVOKE_GRANT, previous, summary="revoke the superseded grant")
             message += "; the previous grant was revoked"
         return Outcome(conditions=ready(message))
 
     async def finalize(self, spec: RoleAssignmentSpec) -> None:
-        stored = self.st.extra.get("grant")
-        if stored:
-            await call(io.REVOKE_GRANT, io.Grant(**stored), summary="revoke the recorded grant")
+        if self.k.grant:
+            await call(io.REVOKE_GRANT, self.k.grant, summary="revoke the recorded grant")
 
     async def _resolve(self, spec: RoleAssignmentSpec) -> tuple[io.Grant, str]:
         role_filters = {"domain_id": await domain_id(spec.role.domain)} if spec.role.domain else {}

@@ -9,11 +9,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.keystone import ServiceSpec
     from osprov.api.messages import EntityInput
     from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, ensure
+    from osprov.workflows.keystone.common import KeystoneObjectEntity, ensure
 
 
 @workflow.defn(name="Service")
-class ServiceWorkflow(KeystoneEntity):
+class ServiceWorkflow(KeystoneObjectEntity[ServiceSpec]):
     KIND = "Service"
     KEYSTONE_KIND = "service"
 

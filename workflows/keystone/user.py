@@ -18,11 +18,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.messages import EntityInput
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure, require
+    from osprov.workflows.keystone.common import KeystoneObjectEntity, domain_id, ensure, require
 
 
 @workflow.defn(name="User")
-class UserWorkflow(KeystoneEntity):
+class UserWorkflow(KeystoneObjectEntity[UserSpec]):
     KIND = "User"
     KEYSTONE_KIND = "user"
 
