@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from temporalio import activity
@@ -14,9 +14,21 @@ Out = TypeVar("Out")
 
 
 def implements(contract: Activity[In, Out]) -> Callable[[Callable[[In], Out]], Callable[[In], Out]]:
-    """`@implements(io.FIND)`: an activity of that name whose signature mypy checks against the contract."""
+    """`@implements(io.FIND)`: a (thread-pool) activity of that name whose signature mypy checks against
+    the contract."""
 
     def register(fn: Callable[[In], Out]) -> Callable[[In], Out]:
+        return activity.defn(name=contract.name)(fn)
+
+    return register
+
+
+def implements_async(
+    contract: Activity[In, Out],
+) -> Callable[[Callable[[In], Awaitable[Out]]], Callable[[In], Awaitable[Out]]]:
+    """The same for an `async def` activity (one that awaits, e.g. the worker's Temporal client)."""
+
+    def register(fn: Callable[[In], Awaitable[Out]]) -> Callable[[In], Awaitable[Out]]:
         return activity.defn(name=contract.name)(fn)
 
     return register

@@ -11,6 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from osprov.api.keystone_io import Grant
 from osprov.api.nova import RebuildMarker, ServerPhase, ServerVolumeStatus
+from osprov.api.ownership import ObjectKey, ObjectResult
 
 
 class KindState(BaseModel):
@@ -22,7 +23,16 @@ class KindState(BaseModel):
 # --- Keystone kinds ------------------------------------------------------------------------------------
 
 
-class KeystoneState(KindState):
+class ClaimsState(KindState):
+    """What a Keystone kind's resource claimed from the objects' workflows (api/ownership.py)."""
+
+    claimed: dict[str, ObjectKey] = Field(default_factory=dict)  # object path -> key
+    results: dict[str, ObjectResult] = Field(default_factory=dict)  # object path -> its latest answer
+    seq: int = 0  # of the latest claim sent
+    upgraded: bool = False  # this run took the ownership path (runs started before it keep the old one)
+
+
+class KeystoneState(ClaimsState):
     """Domain, Project, Role, Group, User, Service: the Keystone ID the resource resolved to."""
 
     id: str | None = Field(
@@ -33,14 +43,14 @@ class KeystoneState(KindState):
     )
 
 
-class EndpointState(KindState):
+class EndpointState(ClaimsState):
     endpoint_ids: dict[str, str] = Field(
         default_factory=dict, validation_alias=AliasChoices("endpoint_ids", "endpointIDs")
     )
 
 
-class RoleAssignmentState(KindState):
-    grant: Grant | None = None  # the grant this workflow made (revoked by deletionPolicy=delete)
+class RoleAssignmentState(ClaimsState):
+    grant: Grant | None = None  # runs before ownership: the grant this workflow made
 
 
 # --- Cinder ---------------------------------------------------------------------------------------------

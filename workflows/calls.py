@@ -1,4 +1,6 @@
-"""Running an activity from a workflow through its typed contract (osprov.api.activity).
+"""Running an activity from a workflow through its typed contract (osprov.api.activity): `call` for an
+activity (scheduled through the task queue: its intent is in history first), `call_local` for a short,
+idempotent one.
 
 Workflow modules never import activity code (or its I/O libraries): they call `call(io.FIND, Find(...))`
 and mypy checks the argument and the result against the contract the activity implements.
@@ -47,6 +49,28 @@ async def call(
         start_to_close_timeout=timeout,
         retry_policy=retry,
         heartbeat_timeout=heartbeat,
+        summary=summary,
+    )
+    return result
+
+
+async def call_local(
+    contract: Activity[In, Out],
+    arg: In,
+    *,
+    summary: str,
+    timeout: timedelta = timedelta(seconds=30),
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> Out:
+    """Run a short, idempotent activity as a local activity: in the worker that runs the workflow task,
+    recorded as one marker, with no task-queue round trip. Never for a destructive call: its intent would
+    not be in history before the call is made (use `call`)."""
+    result: Out = await workflow.execute_local_activity(
+        contract.name,
+        arg,
+        result_type=contract.output,
+        start_to_close_timeout=timeout,
+        retry_policy=retry,
         summary=summary,
     )
     return result

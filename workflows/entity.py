@@ -40,6 +40,10 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call
     from osprov.workflows.status import api_conditions, merge_conditions, status_patch
 
+# How an activity's failure reaches a workflow: an ActivityError wrapping the typed ApplicationError, or,
+# for a local activity, the ApplicationError itself.
+ACTIVITY_FAILED = (ActivityError, ApplicationError)
+
 SpecT = TypeVar("SpecT", bound=CommonSpec)
 KindT = TypeVar("KindT", bound=BaseModel)
 
@@ -93,6 +97,8 @@ class Entity(Generic[SpecT, KindT]):
         self.s: EntityState[KindT] | None = None
         self._early_secrets: dict[str, str] = {}
         self._wake = False
+        self._kick = False
+        self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
         self._run_passes = 0
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
@@ -122,6 +128,14 @@ class Entity(Generic[SpecT, KindT]):
 
     async def finalize(self, spec: SpecT) -> None:
         """Delete the cloud object (deletionPolicy=delete only)."""
+
+    async def on_deleted(self, spec: SpecT) -> None:
+        """The resource is gone (either deletion policy): let go of what it holds."""
+
+    def kick(self) -> None:
+        """Ask the loop for a pass now (a message brought news the status should show)."""
+        self._kick = True
+        self._wake = True
 
     def status(self, base: StatusBase) -> StatusModel:
         """The kind's api status model: `base` (observedGeneration, conditions) and the kind's own fields."""
@@ -262,7 +276,9 @@ class Entity(Generic[SpecT, KindT]):
             return None
         fp = self.fingerprint(change)
         changed = fp != self.st.applied_fingerprint
-        if not (changed or retry_due or resync_due):
+        kicked, self._kick = self._kick, False
+        self.kicked = kicked and not (changed or retry_due or resync_due)
+        if not (changed or retry_due or resync_due or kicked):
             return None  # the desired-state fingerprint says nothing would change
         await self._reconcile(change, spec, fp, full=changed or resync_due)
         return None
@@ -293,7 +309,7 @@ class Entity(Generic[SpecT, KindT]):
             # full=True: the desired state changed or the periodic resync is due, so the kind runs
             # its expensive checks too (e.g. the password probe); a plain retry does not.
             outcome = await self.reconcile(spec, full=full)
-        except (ActivityError, PassFailed) as err:
+        except (*ACTIVITY_FAILED, PassFailed) as err:
             await self._failed(change, spec, err)
             return
         self._count("waiting" if outcome.requeue_after is not None else "ok", outcome.conditions[0].reason)
@@ -316,6 +332,8 @@ class Entity(Generic[SpecT, KindT]):
         self._count("error", reason)
         self.st.last_error = message
         self.st.failures += 1
+        if self.st.resync_at is None:  # even a resource that never converged is looked at again
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
         if retry:
             base = self.retry_interval(spec)
             backoff = min(
@@ -352,9 +370,10 @@ class Entity(Generic[SpecT, KindT]):
             self.set_step("deleting the cloud object")
             try:
                 await self.finalize(spec)
-            except (ActivityError, PassFailed) as err:
+            except (*ACTIVITY_FAILED, PassFailed) as err:
                 await self._failed(change, spec, err)
                 return None
+        await self.on_deleted(spec)
         await self._drop_finalizer(change)
         self.set_step("deleted")
         return "deleted"

@@ -11,8 +11,9 @@ from typing import Any
 
 from temporalio import activity
 
-from osprov.activities import errors
+from osprov.activities import errors, ownership
 from osprov.api import keystone_io as io
+from osprov.api import ownership as own
 from osprov.api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
 
 
@@ -21,11 +22,18 @@ class FakeCloud:
     objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
     finalizers: list[str] = field(default_factory=list)
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
     secrets: dict[str, str] = field(default_factory=dict)  # "ns/name/key" -> value (stays in the fake)
     passwords: dict[str, str] = field(default_factory=dict)  # user id -> password Keystone holds
     grants: set[str] = field(default_factory=set)
+    # The operator policy the fake worker applies (the real one reads the environment and the controller's
+    # own identity from Keystone): controller object paths -> why they are protected.
+    controller: dict[str, str] = field(default_factory=dict)
+    object_workflows: set[str] = field(
+        default_factory=set
+    )  # KeystoneObject workflows started (closed at the end)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -83,6 +91,8 @@ class FakeCloud:
         async def patch_status(req: PatchStatus) -> WriteResult:
             cloud.calls.append("kube.patch_status")
             cloud.statuses.append(req.status)
+            merged = cloud.status_by_uid.get(req.obj.uid, {}) | req.status  # a JSON merge patch, top level
+            cloud.status_by_uid[req.obj.uid] = {k: v for k, v in merged.items() if v is not None}
             return WriteResult(exists=True, changed=True)
 
         @activity.defn(name="kube.add_finalizer")
@@ -141,7 +151,27 @@ class FakeCloud:
             cloud.grants.discard(grant_key(req))
             return present
 
+        @activity.defn(name=own.POLICY.name)
+        async def policy(req: own.ObjectKey) -> own.Policy:
+            cloud.calls.append(own.POLICY.name)
+            return ownership.policy_for(req, cloud.controller)
+
+        @activity.defn(name=own.CLAIM.name)
+        async def claim(req: own.Claim) -> None:
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            await ownership.claim(req)
+
+        @activity.defn(name=own.WATCH.name)
+        async def watch(req: own.Watch) -> None:
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            await ownership.watch(req)
+
         return [
+            claim,
+            watch,
+            ownership.release,
+            ownership.unwatch,
+            policy,
             find,
             create,
             update,

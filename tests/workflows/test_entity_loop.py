@@ -53,22 +53,32 @@ async def test_new_generation_patches_drift_and_keeps_id(h: Harness) -> None:
     assert "updated domain service" in h.last_ready()["message"]
 
 
-async def test_missing_domain_is_reported_then_converges_by_retry(h: Harness) -> None:
-    await h.apply("Project", {"name": "service", "domain": "service"})
+async def test_missing_domain_is_reported_then_a_domain_resource_wakes_the_project(h: Harness) -> None:
+    """A dependency declared later wakes its dependent through the objects' workflows: no retry timer."""
+    wf = await h.apply("Project", {"name": "service", "domain": "service"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     ready = h.last_ready()
     assert (ready["status"], ready["reason"]) == ("False", "ReconcileError")
     assert "domain 'service' does not exist in Keystone yet" in ready["message"]
     assert h.cloud.of("project") == []
-    h.cloud.add("domain", name="service", enabled=True)
-    await h.env.sleep(6)  # past the first backoff (5 s): the durable retry timer fires
-    await eventually(lambda: h.last_ready()["status"] == "True", "project converged without a new signal")
+    assert (await h.state(wf)).retry_at is None  # nothing polls: the domain's workflow will say so
+    await h.apply("Domain", {"name": "service"}, name="dom")
+    await eventually(lambda: h.last_ready()["status"] == "True" and bool(h.cloud.of("project")), "woken")
     [proj] = h.cloud.of("project")
     assert proj.fields["domain_id"] == h.cloud.of("domain")[0].id
 
 
+async def test_domain_created_outside_osprov_is_found_by_the_slow_recheck(h: Harness) -> None:
+    await h.apply("Project", {"name": "service", "domain": "service"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    h.cloud.add("domain", name="service", enabled=True)  # by hand: no workflow hears of it
+    await h.until(lambda: bool(h.cloud.of("project")), "project created after the re-check", virtual_s=60)
+    assert h.last_ready()["status"] == "True"
+
+
 async def test_retry_interval_from_spec_sets_the_retry_timer(h: Harness) -> None:
-    wf = await h.apply("Project", {"name": "p", "domain": "nope", "retryInterval": "2m"})
+    h.cloud.fail_next[io.FIND.name] = "Conflict"  # an error (not a missing dependency) is retried
+    wf = await h.apply("Domain", {"name": "d", "retryInterval": "2m"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     st = await h.state(wf)
     assert st.retry_at is not None
