@@ -5,11 +5,12 @@ pydantic's constraints, and a `Rule` is one `x-kubernetes-validations` CEL rule 
 Python, so `kubectl apply` and `Spec.model_validate` reject the same input with the same message. Where each
 number comes from is listed in api/README.md ("Admission limits").
 
-Patterns use only what Go's RE2 (kube-apiserver) and Rust's regex (pydantic) read the same way, and Python's
-re too: hex escapes (\\x00), explicit classes, no lookaround, no \\s or \\d (ASCII in RE2, Unicode in the
-others). RE2 and Rust anchor `$` at the end of the text only; Python's `$` also matches before a final
-newline, so a checker using Python's re would let "x\\n" through a pattern. Names and URLs also carry a CEL
-rule that rejects it (CEL's matches() and trim() behave the same in the apiserver and in celpy).
+Patterns use only what Go's RE2 (kube-apiserver), Python's re (the models, through `Pattern`) and Rust's regex
+(pydantic's own `pattern=`) read the same way: hex escapes (\\x00), explicit classes, no lookaround, no \\s or
+\\d (ASCII in RE2, Unicode in the others). RE2 anchors `$` at the end of the text only, and `Pattern` uses
+re.fullmatch, which agrees; Python's re.search with `$` would also match before a final newline (the kube
+emulator still matches that way), so names and URLs also carry a CEL rule that rejects one (CEL's matches() and
+trim() behave the same in the apiserver and in celpy).
 
 Pure pydantic and the standard library only: workflows import this module inside Temporal's sandbox.
 """
