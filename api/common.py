@@ -11,8 +11,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator
 from pydantic.alias_generators import to_camel
+
+from osprov.api.limits import ShortKeystoneName
 
 # --- durations -------------------------------------------------------------------------------------------
 
@@ -200,23 +202,15 @@ class CommonSpec(CamelModel):
         return self.keystone_ref.name if self.keystone_ref else ""
 
 
-# Keystone caps names at 255 characters (64 for domains, projects and groups; Keystone reports those).
-KeystoneName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
-
-
 class DomainName(CamelModel):
-    name: KeystoneName = Field(description="Keystone name of the domain.")
+    name: ShortKeystoneName = Field(description="Keystone name of the domain (at most 64 characters).")
 
 
-class DomainScopedName(CamelModel):
-    """A Keystone object named within a domain (user, group, project)."""
-
-    name: KeystoneName = Field(description="Keystone name.")
-    domain: KeystoneName = Field(description="Keystone name of its domain, e.g. Default.")
-
-
-class ProjectRef(DomainScopedName):
+class ProjectRef(CamelModel):
     """A Keystone project by name and domain name."""
+
+    name: ShortKeystoneName = Field(description="Keystone name of the project (at most 64 characters).")
+    domain: ShortKeystoneName = Field(description="Keystone name of its domain, e.g. Default.")
 
 
 # --- cloud kinds (Volume, LoadBalancer, Server) ---------------------------------------------------------

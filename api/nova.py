@@ -1,9 +1,9 @@
 """Server (nova.osh.openstack.org/v1alpha1): a Nova server, its health, volume attachments and image rebuilds.
 
 Contracts: ../shared/spec/rebuild.md and volumes.md ("Server attachments"). Changing spec.imageID on a booted
-server rebuilds it (at most once per target image); keypair and userData are create-time parameters: a change
-takes effect only when the server is replaced, never on rebuild. Resizing is not supported, so the flavor is
-immutable.
+server rebuilds it (at most once per target image); keypair and userData are create-time parameters that Nova
+keeps on rebuild, so the CRD rejects changes to them rather than accepting and ignoring them. Resizing is not
+supported, so the flavor is immutable.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from osprov.api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
+from osprov.api.limits import KeypairName, Tags, UserData, immutable_if_set
 
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available
@@ -26,6 +27,14 @@ NETWORKS_IMMUTABLE_RULE = (
 )
 NETWORKS_IMMUTABLE_MESSAGE = (
     "spec.networks cannot change: ports are made at create time (a rebuild keeps them); replace the Server"
+)
+KEYPAIR_IMMUTABLE_MESSAGE = (
+    "spec.keypair cannot change: Nova injects the key at create time only (a rebuild keeps it); "
+    "create a new Server"
+)
+USER_DATA_IMMUTABLE_MESSAGE = (
+    "spec.userData cannot change: Nova passes it to the server at create time only (a rebuild keeps it); "
+    "create a new Server"
 )
 
 
@@ -84,7 +93,9 @@ class ServerSpec(CloudSpec):
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
-                {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE}
+                {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE},
+                immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
+                immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
             ]
         }
     )
@@ -110,20 +121,20 @@ class ServerSpec(CloudSpec):
         description="Networks to attach, in order; empty: no network interface (Nova networks=none). "
         "Immutable.",
     )
-    keypair: str | None = Field(
-        default=None, max_length=255, description="Nova keypair name; create-time only (kept on rebuild)."
-    )
-    user_data: str | None = Field(
+    keypair: KeypairName | None = Field(
         default=None,
-        max_length=65535,
-        description="cloud-init user data; create-time only: a change takes effect when the server is replaced, "
-        "never on rebuild.",
+        description="Nova keypair name (letters, digits, spaces, - _ @ .); create-time only: immutable.",
     )
-    tags: dict[str, str] = Field(
+    user_data: UserData | None = Field(
+        default=None,
+        description="cloud-init user data, at most 49149 bytes in UTF-8 (65535 characters once base64-encoded, "
+        "Nova's limit); create-time only: immutable.",
+    )
+    tags: Tags = Field(
         default_factory=dict,
-        description="User tags, written to Nova metadata under a namespaced prefix; the controller's own linkage "
-        "keys are written last, so a tag can never override them.",
-        json_schema_extra={"maxProperties": 32},
+        description="User tags (at most 32; keys of at most 244 letters, digits, spaces or - _ : .; values of at "
+        "most 255 characters), written to Nova metadata under a namespaced prefix; the controller's own "
+        "linkage keys are written last, so a tag can never override them.",
     )
     volumes: list[ServerVolume] = Field(
         default_factory=list,
