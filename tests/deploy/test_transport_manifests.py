@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
+from tests.deploy.compose_rules import MissingVariable, interpolate, interpolated, published
 from tests.deploy.test_manifests import REPO, manifests
 
 
@@ -69,3 +72,74 @@ def test_the_tls_component_mounts_the_secret_the_settings_name(tmp_path: Path) -
 def test_without_the_component_transport_security_is_not_configured(tmp_path: Path) -> None:
     [settings] = [d for d in kustomize(tmp_path) if d["kind"] == "ConfigMap"]
     assert not [k for k in settings["data"] if k.startswith("OSPROV_TEMPORAL_TLS")]
+
+
+# ----- docker-compose.yml ---------------------------------------------------------------------------
+
+# What .env.example asks for (compose refuses the file without them: `${VAR:?…}`).
+REQUIRED = {"OSPROV_CODEC_KEYS": "k1:x", "OSPROV_CODEC_TOKEN": "t" * 43}
+
+
+def compose_config(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The compose file as `docker compose config` resolves it with this environment."""
+    raw = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return interpolated(raw, REQUIRED | (env or {}))  # type: ignore[no-any-return]
+
+
+def test_compose_publishes_every_port_on_loopback_only() -> None:
+    services = compose_config()["services"]
+    seen = []
+    for name, svc in services.items():
+        assert svc.get("network_mode") != "host", f"{name} shares the host's network (every interface)"
+        for entry in svc.get("ports", []):
+            port = published(entry)
+            assert port.loopback_only, f"{name} publishes {entry!r} on every interface"
+            seen.append(port.container_port)
+    assert {"7233", "8080", "8081", "9464", "9465"} <= set(seen)
+
+
+def test_compose_port_rules_flag_what_docker_binds_to_every_interface() -> None:
+    """The rules above, on the forms compose accepts (so the previous test cannot pass by misreading)."""
+    public = [
+        "7233:7233",
+        7233,
+        "7233",
+        "0.0.0.0:7233:7233",
+        "[::]:7233:7233",
+        {"target": 7233, "published": 7233},
+    ]
+    private = ["127.0.0.1:7233:7233", "127.0.0.1:7233:7233/tcp", "[::1]:7233:7233", "::1:7233:7233"]
+    private += [{"target": 7233, "published": 7233, "host_ip": "127.0.0.1"}]
+    assert not any(published(p).loopback_only for p in public)
+    assert all(published(p).loopback_only for p in private)
+    assert published(interpolate("${IP:-127.0.0.1}:8080:80", {"IP": "0.0.0.0"})).host_ip == "0.0.0.0"
+    assert published(interpolate("${IP:-127.0.0.1}:8080:80", {})).loopback_only
+    with pytest.raises(MissingVariable):
+        interpolate("${OSPROV_CODEC_TOKEN:?set it}", {})
+    assert interpolate("$${NOT} ${A-x} ${B:+y} $C", {"A": "", "B": "1", "C": "c"}) == "${NOT}  y c"
+
+
+def test_compose_web_ui_is_read_only_unless_asked() -> None:
+    ui = compose_config()["services"]["temporal-ui"]["environment"]
+    assert ui["TEMPORAL_DISABLE_WRITE_ACTIONS"] == "true"
+    asked = compose_config({"TEMPORAL_DISABLE_WRITE_ACTIONS": "false"})["services"]["temporal-ui"]
+    assert asked["environment"]["TEMPORAL_DISABLE_WRITE_ACTIONS"] == "false"
+
+
+def test_compose_codec_server_needs_its_token_and_does_not_encode_by_default() -> None:
+    raw = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    with pytest.raises(MissingVariable, match="OSPROV_CODEC_TOKEN"):
+        interpolated(raw, {"OSPROV_CODEC_KEYS": "k1:x"})
+    services = compose_config()["services"]
+    codec = services["codec-server"]
+    assert codec["environment"]["OSPROV_CODEC_TOKEN"] == REQUIRED["OSPROV_CODEC_TOKEN"]
+    assert codec["environment"]["OSPROV_CODEC_ENABLE_ENCODE"] == "false"
+    assert "--enable-encode" not in codec["command"]
+    # The UI (no OIDC login here) presents the token as the endpoint's first path segment.
+    endpoint = services["temporal-ui"]["environment"]["TEMPORAL_CODEC_ENDPOINT"]
+    assert (
+        urlsplit(endpoint).path == "/" + REQUIRED["OSPROV_CODEC_TOKEN"]
+        and "--token-in-path" in codec["command"]
+    )
+    for name in ("worker", "bridge"):
+        assert services[name]["environment"]["OSPROV_REQUIRE_ENCRYPTION"] == "true"
