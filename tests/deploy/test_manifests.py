@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def settings_variables() -> set[str]:
     text = (REPO / "runtime" / "settings.py").read_text()
-    return set(re.findall(r'_(?:env|list)\("([A-Z_]+)"', text))
+    return set(re.findall(r'_(?:env|list|flag)\("([A-Z_]+)"', text))
 
 
 def compose() -> dict[str, Any]:
@@ -158,7 +158,12 @@ def test_deployments_run_the_right_commands_with_their_service_accounts() -> Non
                 and deployment["spec"]["strategy"]["type"] == "Recreate"
             )
     [config] = manifests("config.yaml")
-    assert settings_variables() - {"OSPROV_KINDS"} <= set(config["data"])
+    transport = {
+        v for v in settings_variables() if v.startswith(("OSPROV_TEMPORAL_TLS", "OSPROV_TEMPORAL_API"))
+    }
+    assert settings_variables() - {"OSPROV_KINDS"} - transport <= set(
+        config["data"]
+    )  # transport: components/
     assert any(d["kind"] == "PodDisruptionBudget" for d in manifests("worker.yaml"))
 
 

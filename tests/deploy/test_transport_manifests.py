@@ -100,7 +100,7 @@ def test_compose_publishes_every_port_on_loopback_only() -> None:
 
 def test_compose_port_rules_flag_what_docker_binds_to_every_interface() -> None:
     """The rules above, on the forms compose accepts (so the previous test cannot pass by misreading)."""
-    public = [
+    public: list[str | int | dict[str, Any]] = [
         "7233:7233",
         7233,
         "7233",
@@ -108,8 +108,13 @@ def test_compose_port_rules_flag_what_docker_binds_to_every_interface() -> None:
         "[::]:7233:7233",
         {"target": 7233, "published": 7233},
     ]
-    private = ["127.0.0.1:7233:7233", "127.0.0.1:7233:7233/tcp", "[::1]:7233:7233", "::1:7233:7233"]
-    private += [{"target": 7233, "published": 7233, "host_ip": "127.0.0.1"}]
+    private: list[str | int | dict[str, Any]] = [
+        "127.0.0.1:7233:7233",
+        "127.0.0.1:7233:7233/tcp",
+        "[::1]:7233:7233",
+        "::1:7233:7233",
+        {"target": 7233, "published": 7233, "host_ip": "127.0.0.1"},
+    ]
     assert not any(published(p).loopback_only for p in public)
     assert all(published(p).loopback_only for p in private)
     assert published(interpolate("${IP:-127.0.0.1}:8080:80", {"IP": "0.0.0.0"})).host_ip == "0.0.0.0"
