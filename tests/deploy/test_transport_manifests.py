@@ -6,6 +6,7 @@ the compose file is read with compose's own interpolation and port rules (tests/
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,16 @@ def test_compose_codec_server_needs_its_token_and_does_not_encode_by_default() -
     )
     for name in ("worker", "bridge"):
         assert services[name]["environment"]["OSPROV_REQUIRE_ENCRYPTION"] == "true"
+
+
+def test_readme_documents_every_variable_the_programs_read() -> None:
+    sources = [
+        *(REPO / "runtime").glob("*.py"),
+        REPO / "osprov" / "codec_server.py",
+        REPO / "worker" / "__main__.py",
+    ]
+    read = {v for p in sources for v in re.findall(r'"(OSPROV_[A-Z_]+)"', p.read_text())}
+    assert {"OSPROV_TEMPORAL_TLS_CA", "OSPROV_CODEC_TOKEN", "OSPROV_REQUIRE_ENCRYPTION"} <= read
+    readme = (REPO / "README.md").read_text()
+    missing = sorted(v for v in read if f"`{v}`" not in readme)
+    assert not missing, f"README.md's variable table misses {missing}"
