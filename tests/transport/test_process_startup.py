@@ -3,6 +3,7 @@ API key the worker polls, and its start-up log says what protects it without a s
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -128,6 +129,29 @@ async def test_worker_over_mtls_with_api_key_polls_and_logs_no_secret(
     private_key = [ln for ln in pki.client_key.read_text().splitlines() if ln and not ln.startswith("-----")]
     for secret in (API_KEY, codec_key, *private_key):
         assert secret not in text
+
+
+async def test_bridge_connects_over_mtls_with_api_key(frontend: str, pki: Pki, tmp_path: Path) -> None:
+    """The bridge uses the same connect(): the gateway sees it arrive with the key (it then stops at
+    the missing kubeconfig, which comes after the Temporal connection)."""
+    codec_key = base64.b64encode(secrets.token_bytes(32)).decode()
+    with TlsGateway(frontend, pki.server_cert, pki.server_key, client_ca=pki.ca, api_key=API_KEY) as gw:
+        env = base_env(
+            OSPROV_TEMPORAL_ADDRESS=gw.address,
+            OSPROV_TEMPORAL_API_KEY=API_KEY,
+            OSPROV_TEMPORAL_TLS_CA=str(pki.ca),
+            OSPROV_TEMPORAL_TLS_CERT=str(pki.client_cert),
+            OSPROV_TEMPORAL_TLS_KEY=str(pki.client_key),
+            OSPROV_CODEC_KEYS=f"b1:{codec_key}",
+            KUBECONFIG=str(tmp_path / "no-kubeconfig"),
+        )
+        out = await asyncio.to_thread(run, "bridge", env)
+        assert out.returncode != 0 and "kube-config" in out.stderr
+        assert gw.seen.requests and set(gw.seen.authorizations) == {f"Bearer {API_KEY}"}
+    [start] = [line for line in _json_lines(out.stdout) if line.get("event") == "temporal connection"]
+    assert (start["tls"], start["mtls"], start["api_key"], start["encryption"]) == ("on", "on", "set", "on")
+    for secret in (API_KEY, codec_key):
+        assert secret not in out.stdout + out.stderr
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
