@@ -18,8 +18,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from osprov.runtime import logs
+from osprov.runtime.codec import CodecConfigError
 from osprov.runtime.settings import Settings
-from osprov.runtime.temporal import connect
+from osprov.runtime.temporal import TransportConfigError, connect
 from osprov.worker.interceptor import LogContextInterceptor
 
 
@@ -39,9 +40,15 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
     )
 
 
-async def run(settings: Settings) -> None:
+async def run(settings: Settings) -> int:
     log = logs.log("osprov.worker")
-    client = await connect(settings)
+    try:
+        # Logs whether payloads are encrypted and with which key ID; with keys, the codec rejects every
+        # payload it did not encrypt, so a plain client's workflow task fails before any activity runs.
+        client = await connect(settings)
+    except (CodecConfigError, TransportConfigError) as err:
+        log.error("worker refuses to start", error=str(err))  # the messages name variables, never values
+        return 2
     with ThreadPoolExecutor(max_workers=settings.activity_threads, thread_name_prefix="activity") as executor:
         worker = build_worker(client, settings, executor)
         stop = asyncio.Event()
@@ -53,6 +60,7 @@ async def run(settings: Settings) -> None:
             await stop.wait()
             log.info("worker stopping: draining in-flight activities")
     log.info("worker stopped")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     # The workflow/activity info goes into structured fields (osprov.runtime.logs), not into the message text.
     temporalio.workflow.logger.workflow_info_on_message = False
     temporalio.activity.logger.activity_info_on_message = False
-    asyncio.run(run(settings))
-    return 0
+    return asyncio.run(run(settings))
 
 
 if __name__ == "__main__":

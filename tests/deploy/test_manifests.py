@@ -9,19 +9,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from osprov.api.registry import ALL_KINDS
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 from osprov.cli import BUILTIN
+from tests.deploy.compose_rules import interpolate, published
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def settings_variables() -> set[str]:
     text = (REPO / "runtime" / "settings.py").read_text()
-    return set(re.findall(r'_(?:env|list)\("([A-Z_]+)"', text))
+    return set(re.findall(r'_(?:env|list|flag)\("([A-Z_]+)"', text))
 
 
 def compose() -> dict[str, Any]:
@@ -75,9 +77,8 @@ def test_compose_sets_every_variable_the_programs_read() -> None:
         assert wanted <= set(env), f"{name} misses {sorted(wanted - set(env))}"
         assert env["OSPROV_TEMPORAL_ADDRESS"].split(":")[0] in services
         port = env["OSPROV_METRICS_PORT"]
-        assert f"{port}:{port}" in services[name]["ports"] and port in str(
-            services[name]["healthcheck"]["test"]
-        )
+        assert any(p.host_port == p.container_port == port for p in map(published, services[name]["ports"]))
+        assert port in str(services[name]["healthcheck"]["test"])
         mounted = {v.rsplit(":", 2)[1] for v in services[name]["volumes"]}  # host may contain ${X:-y}
         assert env["KUBECONFIG"] in mounted
         if name == "worker":
@@ -91,12 +92,13 @@ def test_compose_registers_the_search_attributes_and_the_ui_uses_the_codec() -> 
     assert set(SEARCH_ATTRIBUTES.values()) == {"Keyword"} and "--type Keyword" in setup
     ui = services["temporal-ui"]["environment"]
     codec_port = services["codec-server"]["command"][services["codec-server"]["command"].index("--port") + 1]
-    assert ui["TEMPORAL_CODEC_ENDPOINT"].endswith(f":{codec_port}")
-    assert f"{codec_port}:{codec_port}" in services["codec-server"]["ports"]
+    endpoint = interpolate(ui["TEMPORAL_CODEC_ENDPOINT"], {"OSPROV_CODEC_TOKEN": "t"})
+    assert urlsplit(endpoint).port == int(codec_port)
+    assert published(services["codec-server"]["ports"][0]).host_port == codec_port
     origin = services["codec-server"]["command"][
         services["codec-server"]["command"].index("--cors-origin") + 1
     ]
-    assert origin.endswith(":" + services["temporal-ui"]["ports"][0].split(":")[0])
+    assert origin.endswith(":" + published(services["temporal-ui"]["ports"][0]).host_port)
 
 
 # ----- deploy/ (kustomize base) ---------------------------------------------------------------------
@@ -156,7 +158,12 @@ def test_deployments_run_the_right_commands_with_their_service_accounts() -> Non
                 and deployment["spec"]["strategy"]["type"] == "Recreate"
             )
     [config] = manifests("config.yaml")
-    assert settings_variables() - {"OSPROV_KINDS"} <= set(config["data"])
+    transport = {
+        v for v in settings_variables() if v.startswith(("OSPROV_TEMPORAL_TLS", "OSPROV_TEMPORAL_API"))
+    }
+    assert settings_variables() - {"OSPROV_KINDS"} - transport <= set(
+        config["data"]
+    )  # transport: components/
     assert any(d["kind"] == "PodDisruptionBudget" for d in manifests("worker.yaml"))
 
 
