@@ -98,6 +98,7 @@ class FakeCloud:
         @activity.defn(name="kube.add_finalizer")
         async def add_finalizer(req: FinalizerChange) -> WriteResult:
             cloud.calls.append("kube.add_finalizer")
+            cloud._maybe_fail("kube.add_finalizer")
             cloud.finalizers.append(req.finalizer)
             return WriteResult(exists=True, changed=True)
 
