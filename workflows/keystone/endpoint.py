@@ -43,4 +43,4 @@ class EndpointWorkflow(KeystoneEntity[EndpointSpec, EndpointState]):
         self.k.endpoint_ids = {r.key.interface: r.id for r in results.values() if r.key.interface and r.id}
 
     def status(self, base: StatusBase) -> EndpointStatus:
-        return EndpointStatus(**base, endpoint_ids=self.k.endpoint_ids or None)
+        return EndpointStatus(**base, endpoint_ids=self.k.endpoint_ids)
