@@ -215,7 +215,8 @@ async def test_delete_waits_until_the_server_is_gone(h: ServerHarness) -> None:
     h.nova.vanish_on_delete = False
     await h.signal(wf, 2, spec(), deleting=True, finalizers=["nova.osh.openstack.org/finalizer"])
     await h.until(lambda: h.nova.count(io.DELETE_SERVER.name) == 1, "delete sent")
-    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= 8, "polled")
+    await h.until(lambda: h.nova.count(io.FIND_SERVER.name) >= 8, "re-read by name, one read per pass")
+    assert h.nova.count(io.DELETE_SERVER.name) == 1  # sent once, never resent while Nova works on it
     assert h.cloud.finalizers.count("nova.osh.openstack.org/finalizer") == 1  # still held
     assert h.status()["phase"] == "Deleting"
     assert (h.condition()["status"], h.condition()["reason"]) == ("False", "Deprovisioning")
