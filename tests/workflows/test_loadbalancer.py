@@ -21,7 +21,8 @@ from osprov.api import octavia_io as io
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
-from tests.workflows.harness import Harness, eventually
+from tests.workflows.harness import CONFIG, Harness, eventually
+from tests.workflows.history import current_run
 
 FINALIZER = "octavia.osh.openstack.org/finalizer"
 HTTP = {
@@ -300,3 +301,25 @@ async def test_D_never_realised_load_balancer_deletes_without_cloud_calls(env: E
     wf = await env.h.apply("LoadBalancer", SPEC, 1, uid=env.uid, finalizers=[FINALIZER], deleting=True)
     assert await wf.result() == "deleted"
     assert env.o.calls == []
+
+
+async def test_D4_stuck_delete_keeps_every_run_short_and_ends_when_octavia_does(env: Env) -> None:
+    """A cascade delete Octavia never finishes: re-checked one pass at a time, and continue-as-new keeps
+    each run's history bounded however long it takes (two simulated hours here)."""
+    passes = 40
+    config = CONFIG.model_copy(update={"max_passes_per_run": passes})
+    env.uid = str(uuid.uuid4())
+    wf = await env.h.apply("LoadBalancer", SPEC, 1, uid=env.uid, finalizers=[FINALIZER], config=config)
+    await env.wait_reason("Provisioned")
+    env.o.stuck_deletes = True
+    first = await current_run(env.h.env.client, wf.id)
+    await env.h.signal(wf, 1, SPEC, finalizers=[FINALIZER], deleting=True)
+    await env.h.env.sleep(2 * 3600)
+    run = await current_run(env.h.env.client, wf.id)
+    assert run.run_id != first.run_id  # the delete went on across runs
+    assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
+    assert env.o.count(io.DELETE.name) == 1  # the cascade was sent once; D4 waited since
+    assert env.o.lbs and env.available()["reason"] == "Deprovisioning"
+    env.o.finish_deletes()
+    assert await wf.result() == "deleted"
+    assert env.o.lbs == {} and env.o.fips == {}
