@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from temporalio.api.enums.v1 import EventType
@@ -41,3 +42,15 @@ async def timeline(client: Client, workflow_id: str) -> list[tuple[str, str | No
             [summary] = await client.data_converter.decode([e.user_metadata.summary], [str])
         labels.append((kind, summary))
     return labels
+
+
+_PREFIXES = re.compile(r"^(re-check: |retry after: )?([A-Z]\d+[a-z]?'?: )?")
+
+
+def reads_as_sentence(summary: str | None) -> bool:
+    """Words that say what is done or awaited, not a bare number: past an optional "re-check: " and step
+    label ("P7a: "), at least three words, the first one a word of letters."""
+    if not summary:
+        return False
+    words = _PREFIXES.sub("", summary).split()
+    return len(words) >= 3 and words[0].replace("-", "").isalpha()
