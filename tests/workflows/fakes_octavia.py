@@ -400,6 +400,10 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
         await lh.signal(wf, 2, changed, finalizers=[LB_FINALIZER])
         await eventually(lambda: reached(2), "member change converged", 30)
+        octavia.stuck_deletes = True  # Octavia takes a while: the delete re-checks (D4) a few times
         await lh.signal(wf, 2, changed, deleting=True, finalizers=[LB_FINALIZER])
+        deletes = octavia.count(io.FIND_LOAD_BALANCER.name)
+        await h.until(lambda: octavia.count(io.FIND_LOAD_BALANCER.name) >= deletes + 3, "delete re-checked")
+        octavia.finish_deletes()
         await wf.result()
         return wf.id
