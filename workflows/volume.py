@@ -5,26 +5,8 @@ this module executes them. Every pass rediscovers the volume by its deterministi
 by the activity), so a worker crash between "create accepted" and "status written" adopts the volume
 instead of duplicating it. An accepted create is not success: the pass requeues on a durable timer until
 Cinder reports the volume available; a delete is re-checked the same way, one read per pass. Step labels
-(C…, S…, D…) are those of the tables below, of tests/workflows/test_volume_decisions.py (one row each)
-and of test_volume.py (scenarios).
-
-Create (reconcile):
-  C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
-  C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
-  C3 no match                        -> create (user tags first, linkage keys last), then observe
-  C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
-  C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
-Observe:
-  S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
-  S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
-  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
-Delete (finalize, deletionPolicy=delete):
-  D1 project missing in Keystone   -> done: no volume can have been created
-  D2 no exact-name match             -> done (also how an accepted delete is confirmed)
-  D3 deletable (available, error…)   -> delete, then re-read (next passes) until D2
-  D4 in-use                           -> fail: detach first, retried
-  D5 error_deleting                  -> fail Errored with ERROR_MESSAGE, retried (an operator must reset it)
-  D6 anything else (creating, deleting, …) -> re-read until it settles
+(C…, S…, D…) are those of the tables in volume_decisions.py and docs/volume.md, of
+tests/workflows/test_volume_decisions.py (one row each) and of test_volume.py (scenarios).
 """
 
 from __future__ import annotations

@@ -1,9 +1,27 @@
-"""The Volume passes as pure decision tables (volumes.md; the tables are in workflows/volume.py's docstring).
+"""The Volume passes as pure decision tables (contract: volumes.md; the tables below and docs/volume.md).
 
 No I/O and no Temporal: workflows/volume.py starts a pass with an empty `Observation`, asks `create`
 (C1…C5, then S1…S3) or `delete` (D1…D6) for the next step, executes it, folds the result in and asks
 again until a decision ends the pass. Every pass starts from a fresh read by the deterministic name, so
 a crash between "create accepted" and "status written" adopts the volume instead of duplicating it.
+
+Create (reconcile):
+  C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
+  C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
+  C3 no match                        -> create (user tags first, linkage keys last), then observe
+  C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
+  C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
+Observe:
+  S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
+  S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
+  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
+Delete (finalize, deletionPolicy=delete):
+  D1 project missing in Keystone   -> done: no volume can have been created
+  D2 no exact-name match             -> done (also how an accepted delete is confirmed)
+  D3 deletable (available, error…)   -> delete, then re-read (next passes) until D2
+  D4 in-use                           -> fail: detach first, retried
+  D5 error_deleting                  -> fail Errored with ERROR_MESSAGE, retried (an operator must reset it)
+  D6 anything else (creating, deleting, …) -> re-read until it settles
 """
 
 from __future__ import annotations
