@@ -118,7 +118,7 @@ class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
         while True:
             d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs))
             if isinstance(d.action, Done):
-                if d.rule == "D1" and self.k.realised:
+                if self.k.realised:  # gone (a never-realised resource had nothing recorded)
                     self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
                 return
             if not isinstance(d.action, Wait):
