@@ -94,3 +94,4 @@ class ServerState(KindState):
     parked: bool = False  # P4a: the rebuild failed; waiting for a new image
     step: str | None = None  # the decision a requeued pass waits on (shown instead of "idle")
     waits: int = 0  # re-checks in a row while waiting on Nova (the wait backoff exponent)
+    delete_sent: list[str] = Field(default_factory=list)  # IDs finalize asked Nova to delete (sent once)

@@ -126,8 +126,11 @@ class Entity(Generic[SpecT, KindT]):
     async def reconcile(self, spec: SpecT, full: bool) -> Outcome:
         raise NotImplementedError
 
-    async def finalize(self, spec: SpecT) -> None:
-        """Delete the cloud object (deletionPolicy=delete only)."""
+    async def finalize(self, spec: SpecT) -> Outcome | None:
+        """Delete the cloud object (deletionPolicy=delete only). None: it is gone. An Outcome with
+        requeue_after: still going; its conditions are published and the loop re-runs finalize on a
+        durable timer, so a slow delete is one short pass per check and continue-as-new bounds the run."""
+        return None
 
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
@@ -373,14 +376,25 @@ class Entity(Generic[SpecT, KindT]):
         if self.wants_finalizer(spec) and (self.finalizer in change.finalizers or change.gone):
             self.set_step("deleting the cloud object")
             try:
-                await self.finalize(spec)
+                outcome = await self.finalize(spec)
             except (*ACTIVITY_FAILED, PassFailed) as err:
                 await self._failed(change, spec, err)
+                return None
+            if outcome is not None:
+                await self._requeue_delete(change, outcome)
                 return None
         await self.on_deleted(spec)
         await self._drop_finalizer(change)
         self.set_step("deleted")
         return "deleted"
+
+    async def _requeue_delete(self, change: ResourceChange, outcome: Outcome) -> None:
+        """The cloud object is still going: re-check on a durable timer through the loop (not a failure)."""
+        self._count("waiting", outcome.conditions[0].reason)
+        self.st.last_error = None
+        self.st.failures = 0
+        self.st.retry_at = workflow.now() + timedelta(seconds=outcome.requeue_after or 0.0)
+        await self._publish(change, outcome.conditions)
 
     async def _drop_finalizer(self, change: ResourceChange) -> None:
         if self.finalizer in change.finalizers and not change.gone:

@@ -1,46 +1,14 @@
-"""What a LoadBalancer spec means in Octavia terms, and how a read is classified (pure functions).
+"""What a LoadBalancer listener means in Octavia terms (pure functions).
 
-Contract: ../shared/spec/octavia.md. Used by workflows/loadbalancer.py; no I/O, no workflow calls.
+Contract: ../shared/spec/octavia.md. Used by workflows/loadbalancer_decisions.py; no I/O, no workflow calls.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-from temporalio import workflow
-
-with workflow.unsafe.imports_passed_through():
-    from osprov.api import octavia_io as io
-    from osprov.api.common import AvailableReason
-    from osprov.api.octavia import Listener
-    from osprov.workflows.entity import PassFailed
-
-ERRORED = AvailableReason.ERRORED.value
-
-T = TypeVar("T")
-
-
-def consistency(message: str) -> PassFailed:
-    """No safe next action: reported as Errored; the next passes only read until the cloud changes."""
-    return PassFailed(message, reason=ERRORED, retry=True)
-
-
-def exactly_one(found: list[T], what: str) -> T | None:
-    if len(found) > 1:
-        raise consistency(f"{len(found)} Octavia objects are named exactly {what}; remove the extra ones")
-    return found[0] if found else None
-
-
-def settled(obj_status: str, what: str) -> bool:
-    """Provisioning status classification: ACTIVE → True, PENDING_* → False, anything else → error."""
-    if obj_status == io.ACTIVE:
-        return True
-    if obj_status in io.PENDING:
-        return False
-    raise consistency(
-        f"Octavia reports {what} in provisioning status {obj_status}; there is no safe next action: "
-        "an operator must repair or delete it"
-    )
+from osprov.api import octavia_io as io
+from osprov.api.octavia import Listener
 
 
 def pool_protocol(listener: Listener) -> io.PoolProtocol:

@@ -44,12 +44,14 @@ MONITOR_SECONDS = 30.0  # health poll of a converged server
 # takes ~2s, a real one tens of seconds; doubling would overshoot the short ones by seconds).
 WAIT_FIRST_SECONDS, WAIT_GROWTH, WAIT_MAX_SECONDS = 1.0, 1.5, 10.0
 MAX_CREATE_ATTEMPTS = 3  # a server that errors before its first boot is recreated at most this often in all
-DELETE_POLL_SECONDS = 2.0
+DELETE_POLL_SECONDS = 2.0  # runs that started deleting before PATCH_FINALIZE_REQUEUE
 # The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
 SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
 SUBMIT_TIMEOUT = timedelta(seconds=30)
 PATCH_REBUILD_ATTRIBUTE = "server-rebuild-search-attribute"  # upserts OsprovRebuild (new commands)
 PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write during finalize (new command)
+# Deleting as passes of the entity loop, one read each (new commands: the loop's timer, no GET poll).
+PATCH_FINALIZE_REQUEUE = "server-finalize-requeue"
 PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
 
 _HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
@@ -388,8 +390,41 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
         )
 
     # ----- deletion ------------------------------------------------------------------------------
-    async def finalize(self, spec: ServerSpec) -> None:
-        """Delete server-{uid} (ours by its deterministic name) and wait until Nova no longer has it."""
+    async def finalize(self, spec: ServerSpec) -> Outcome | None:
+        """Delete server-{uid} (ours by its deterministic name); later passes re-read until Nova no longer
+        lists it. One read per pass, requeued by the loop: a stuck delete never grows one run's history
+        beyond the loop's continue-as-new bound."""
+        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+            await self._finalize_polling(spec)
+            return None
+        project, name = self.project(spec), self.server_name()
+        found = await call(
+            io.FIND_SERVER, io.FindServer(project=project, name=name), summary=f"find server {name} to delete"
+        )
+        if not found:
+            self.k.delete_sent = []
+            return None
+        for server in found:
+            if server.id not in self.k.delete_sent:  # sent once; Nova finishes it asynchronously
+                self.set_step(f"deleting server {server.id}")
+                await call(
+                    io.DELETE_SERVER,
+                    io.ServerId(project=project, server_id=server.id),
+                    summary=f"delete server {server.id}",
+                )
+                self.k.delete_sent.append(server.id)
+                self.k.waits = 0
+        self.k.phase = ServerPhase.DELETING
+        self.set_step(f"waiting for Nova to delete server {', '.join(s.id for s in found)}")
+        message = "waiting for Nova to delete the server"
+        return Outcome(
+            conditions=[available(False, AvailableReason.DEPROVISIONING, message)],
+            requeue_after=self.waiting(),
+        )
+
+    async def _finalize_polling(self, spec: ServerSpec) -> None:
+        """Runs that started deleting before PATCH_FINALIZE_REQUEUE replay this: the delete polled
+        inside one pass until Nova no longer has the server."""
         project = self.project(spec)
         name = self.server_name()
         found = await call(
@@ -416,4 +451,6 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
                     await self._publish(
                         self.st.desired, [available(False, AvailableReason.DEPROVISIONING, message)]
                     )
-                await workflow.sleep(DELETE_POLL_SECONDS)
+                await workflow.sleep(
+                    DELETE_POLL_SECONDS, summary=f"wait for Nova to delete server {server.id}"
+                )

@@ -1,6 +1,10 @@
 """Record one history per workflow type into tests/replay/histories/ (run after a deliberate change).
 
-python -m tests.replay.record [KIND ...]   # all kinds, or only those named
+python -m tests.replay.record [KIND ...]                  # all kinds, or only those named
+python -m tests.replay.record --suffix NAME [KIND ...]    # as <Kind>-NAME.json, beside the old ones
+
+After a patched change (workflow.patched), record with a suffix: the old history keeps proving that runs
+started before the change still replay, the new one proves the patched path does.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from tests.workflows.harness import harness
 OUT = Path(__file__).parent / "histories"
 
 
-async def main(kinds: list[str]) -> None:
+async def main(kinds: list[str], suffix: str = "") -> None:
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=test_server_path()
     )
@@ -31,7 +35,7 @@ async def main(kinds: list[str]) -> None:
             async for h in harness(env):
                 workflow_id = await scenario(h, kind)
                 history = await env.client.get_workflow_handle(workflow_id).fetch_history()
-                path = OUT / f"{kind}.json"
+                path = OUT / f"{kind}{'-' + suffix if suffix else ''}.json"
                 path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
                 print(f"recorded {path} ({len(history.events)} events)")
     finally:
@@ -39,4 +43,8 @@ async def main(kinds: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:]))
+    args = sys.argv[1:]
+    suffix = ""
+    if args[:1] == ["--suffix"]:
+        suffix, args = args[1], args[2:]
+    asyncio.run(main(args, suffix))

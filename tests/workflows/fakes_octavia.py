@@ -35,6 +35,7 @@ class FakeOctavia:
     calls: list[str] = field(default_factory=list)
     scopes: set[tuple[str, str]] = field(default_factory=set)  # every project scope a call used
     settle_reads: int = 1  # LB reads that still show PENDING_* after a mutation
+    stuck_deletes: bool = False  # a cascade delete leaves the LB PENDING_DELETE until finish_deletes()
     vip_address: str = "10.20.0.5"
     _pending: dict[str, int] = field(default_factory=dict)  # lb id -> PENDING reads left
     _pending_status: dict[str, str] = field(default_factory=dict)
@@ -56,6 +57,12 @@ class FakeOctavia:
     def mutations(self) -> list[str]:
         verbs = ("create", "update", "replace", "delete")
         return [c for c in self.calls if c.split(".")[1].startswith(verbs)]
+
+    def finish_deletes(self) -> None:
+        """Octavia finally finishes the cascade deletes it accepted while stuck_deletes was set."""
+        self.stuck_deletes = False
+        for lb_id in [i for i, st in self._forced.items() if st == "PENDING_DELETE" and i in self.lbs]:
+            self._cascade(lb_id)
 
     def lb(self) -> io.LoadBalancerView:
         [lb] = self.lbs.values()
@@ -279,7 +286,10 @@ class FakeOctavia:
                     raise errors.conflict(f"load balancer {req.id} is immutable while PENDING")
                 if not req.cascade and any(v == req.id for v in o._listener_lb.values()):
                     raise errors.conflict("load balancer has listeners: cascade needed")
-                o._cascade(req.id)
+                if o.stuck_deletes:
+                    o._forced[req.id] = "PENDING_DELETE"
+                else:
+                    o._cascade(req.id)
                 return True
             tables: dict[str, dict[str, Any]] = {
                 "listener": o.listeners,
@@ -390,6 +400,10 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
         await lh.signal(wf, 2, changed, finalizers=[LB_FINALIZER])
         await eventually(lambda: reached(2), "member change converged", 30)
+        octavia.stuck_deletes = True  # Octavia takes a while: the delete re-checks (D4) a few times
         await lh.signal(wf, 2, changed, deleting=True, finalizers=[LB_FINALIZER])
+        deletes = octavia.count(io.FIND_LOAD_BALANCER.name)
+        await h.until(lambda: octavia.count(io.FIND_LOAD_BALANCER.name) >= deletes + 3, "delete re-checked")
+        octavia.finish_deletes()
         await wf.result()
         return wf.id

@@ -21,7 +21,8 @@ from osprov.api import octavia_io as io
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
-from tests.workflows.harness import Harness, eventually
+from tests.workflows.harness import CONFIG, Harness, eventually
+from tests.workflows.history import current_run, reads_as_sentence, timeline
 
 FINALIZER = "octavia.osh.openstack.org/finalizer"
 HTTP = {
@@ -300,3 +301,63 @@ async def test_D_never_realised_load_balancer_deletes_without_cloud_calls(env: E
     wf = await env.h.apply("LoadBalancer", SPEC, 1, uid=env.uid, finalizers=[FINALIZER], deleting=True)
     assert await wf.result() == "deleted"
     assert env.o.calls == []
+
+
+async def test_D4_stuck_delete_keeps_every_run_short_and_ends_when_octavia_does(env: Env) -> None:
+    """A cascade delete Octavia never finishes: re-checked one pass at a time, and continue-as-new keeps
+    each run's history bounded however long it takes (two simulated hours here)."""
+    passes = 40
+    config = CONFIG.model_copy(update={"max_passes_per_run": passes})
+    env.uid = str(uuid.uuid4())
+    wf = await env.h.apply("LoadBalancer", SPEC, 1, uid=env.uid, finalizers=[FINALIZER], config=config)
+    await env.wait_reason("Provisioned")
+    env.o.stuck_deletes = True
+    first = await current_run(env.h.env.client, wf.id)
+    await env.h.signal(wf, 1, SPEC, finalizers=[FINALIZER], deleting=True)
+    await env.h.env.sleep(2 * 3600)
+    run = await current_run(env.h.env.client, wf.id)
+    assert run.run_id != first.run_id  # the delete went on across runs
+    assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
+    assert env.o.count(io.DELETE.name) == 1  # the cascade was sent once; D4 waited since
+    assert env.o.lbs and env.available()["reason"] == "Deprovisioning"
+    env.o.finish_deletes()
+    assert await wf.result() == "deleted"
+    assert env.o.lbs == {} and env.o.fips == {}
+
+
+async def test_web_ui_timeline_reads_as_sentences(env: Env) -> None:
+    """Every activity and timer of a LoadBalancer's life (create with PENDING waits, a change, a slow
+    delete) carries a summary that says what it does or waits for, as the Web UI shows it."""
+    env.o.settle_reads = 2
+    wf = await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    members = [{"address": "10.0.0.11", "port": 8080}, {"address": "10.0.0.12", "port": 8080}]
+    http = HTTP | {"pool": {"proxyProtocolV2": True, "members": members}}
+    await env.h.signal(wf, 2, with_listeners(http), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    env.o.stuck_deletes = True
+    await env.h.signal(wf, 2, with_listeners(http), finalizers=[FINALIZER], deleting=True)
+    await env.wait_reason("Deprovisioning", generation=2)
+    await env.h.env.sleep(30)  # server time: Octavia is still deleting at the next re-checks (D4)
+    env.o.finish_deletes()
+    assert await wf.result() == "deleted"
+    labels = await timeline(env.h.env.client, wf.id)
+    unreadable = [(kind, text) for kind, text in labels if not reads_as_sentence(text)]
+    assert labels and unreadable == []
+    texts = [text for _, text in labels]
+    lb = env.name()
+    assert texts[0] == f"P1: find load balancer {lb}"
+    assert texts[-1] == "remove finalizer octavia.osh.openstack.org/finalizer"
+    assert f"re-check: P3: load balancer {lb} is PENDING_UPDATE; waiting for ACTIVE" in texts
+    assert (
+        f"re-check: P7c: replace the members of pool {env.name('http', 'pool')} with 2 member(s); waiting for ACTIVE"
+        in texts
+    )
+    assert f"re-check: D4: waiting for load balancer {lb} to go (PENDING_DELETE)" in texts
+
+
+def test_a_bare_number_is_not_a_sentence() -> None:
+    assert not reads_as_sentence("24")
+    assert not reads_as_sentence(None)
+    assert not reads_as_sentence("list lb-1-*listener")
+    assert reads_as_sentence("re-check: P7a: create pool lb-1-http-pool (TCP); waiting for ACTIVE")

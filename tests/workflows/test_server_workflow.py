@@ -17,7 +17,8 @@ from osprov.api import nova_io as io
 from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_nova import FakeNova
-from tests.workflows.harness import Harness
+from tests.workflows.harness import CONFIG, Harness
+from tests.workflows.history import current_run
 
 OLD, NEW, NEWER = "img-old", "img-new", "img-newer"
 
@@ -215,10 +216,28 @@ async def test_delete_waits_until_the_server_is_gone(h: ServerHarness) -> None:
     h.nova.vanish_on_delete = False
     await h.signal(wf, 2, spec(), deleting=True, finalizers=["nova.osh.openstack.org/finalizer"])
     await h.until(lambda: h.nova.count(io.DELETE_SERVER.name) == 1, "delete sent")
-    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= 8, "polled")
+    await h.until(lambda: h.nova.count(io.FIND_SERVER.name) >= 8, "re-read by name, one read per pass")
+    assert h.nova.count(io.DELETE_SERVER.name) == 1  # sent once, never resent while Nova works on it
     assert h.cloud.finalizers.count("nova.osh.openstack.org/finalizer") == 1  # still held
     assert h.status()["phase"] == "Deleting"
     assert (h.condition()["status"], h.condition()["reason"]) == ("False", "Deprovisioning")
+    h.nova.servers.clear()
+    assert await wf.result() == "deleted"
+
+
+async def test_stuck_delete_keeps_every_run_short_and_ends_when_nova_does(h: ServerHarness) -> None:
+    """Nova never finishes the delete: re-read one pass at a time; continue-as-new bounds each run."""
+    passes = 40
+    wf = await h.apply("Server", spec(), config=CONFIG.model_copy(update={"max_passes_per_run": passes}))
+    await h.until(lambda: h.condition().get("status") == "True", "server available")
+    h.nova.vanish_on_delete = False
+    first = await current_run(h.env.client, wf.id)
+    await h.signal(wf, 2, spec(), deleting=True, finalizers=["nova.osh.openstack.org/finalizer"])
+    await h.env.sleep(2 * 3600)
+    run = await current_run(h.env.client, wf.id)
+    assert run.run_id != first.run_id  # the delete went on across runs
+    assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
+    assert h.nova.count(io.DELETE_SERVER.name) == 1 and h.status()["phase"] == "Deleting"
     h.nova.servers.clear()
     assert await wf.result() == "deleted"
 

@@ -16,7 +16,10 @@ from temporalio.testing import WorkflowEnvironment
 from osprov.api import cinder_io as io
 from osprov.api import errors as api_errors
 from osprov.workflows.volume import POLL_MAX_SECONDS, poll_delay
+from osprov.workflows.volume_decisions import DELETE_WAIT
 from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
+from tests.workflows.harness import CONFIG
+from tests.workflows.history import current_run
 
 UID = "5e1f0c3a-0000-4000-8000-000000000001"
 NAME = io.volume_name(UID)
@@ -177,6 +180,29 @@ async def test_D3_delete_waits_until_a_later_read_confirms_absence(h: CinderHarn
     assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME.name) == 1
     assert h.condition()["reason"] == "Deprovisioning"
     assert h.cloud.count("kube.remove_finalizer") == 1
+
+
+async def test_D6_stuck_delete_keeps_every_run_short_and_ends_when_cinder_does(h: CinderHarness) -> None:
+    """Cinder never finishes the delete: re-read one pass at a time (no failure, no backoff to minutes);
+    continue-as-new bounds each run's history."""
+    passes = 40
+    h.cinder.add_project()
+    wf = await h.apply(
+        "Volume", spec(), uid=UID, config=CONFIG.model_copy(update={"max_passes_per_run": passes})
+    )
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "volume provisioned")
+    h.cinder.delete_script = ["deleting"] * 5000
+    first = await current_run(h.env.client, wf.id)
+    await delete(h, wf)
+    await h.env.sleep(2 * 3600)
+    run = await current_run(h.env.client, wf.id)
+    assert run.run_id != first.run_id  # the delete went on across runs
+    assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
+    assert h.cinder.count(io.DELETE_VOLUME.name) == 1
+    assert h.condition()["reason"] == "Deprovisioning" and h.condition()["message"] == DELETE_WAIT
+    [vol] = h.cinder.named(NAME)
+    vol.script.clear()  # Cinder finishes: the next read no longer finds it
+    assert await wf.result() == "deleted"
 
 
 async def test_D2_volume_already_gone_is_success(h: CinderHarness) -> None:

@@ -1,0 +1,56 @@
+"""Reading a run's history in tests: its length (bounded history) and its Web UI labels (summaries)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client
+
+LABELLED = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: "activity",
+    EventType.EVENT_TYPE_TIMER_STARTED: "timer",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    events: list[HistoryEvent]
+
+
+async def current_run(client: Client, workflow_id: str) -> Run:
+    """The latest run of the workflow (after continue-as-new) and its whole history."""
+    handle = client.get_workflow_handle(workflow_id)
+    run_id = (await handle.describe()).run_id
+    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+    return Run(run_id, list(history.events))
+
+
+async def timeline(client: Client, workflow_id: str) -> list[tuple[str, str | None]]:
+    """(activity|timer, summary) of every activity and timer the current run started, in order: what the
+    Web UI's timeline shows. Summaries are payloads: decoded with the client's data converter."""
+    labels: list[tuple[str, str | None]] = []
+    for e in (await current_run(client, workflow_id)).events:
+        kind = LABELLED.get(e.event_type)
+        if kind is None:
+            continue
+        summary: str | None = None
+        if e.user_metadata.HasField("summary"):
+            [summary] = await client.data_converter.decode([e.user_metadata.summary], [str])
+        labels.append((kind, summary))
+    return labels
+
+
+_PREFIXES = re.compile(r"^(re-check: |retry after: )?([A-Z]\d+[a-z]?'?: )?")
+
+
+def reads_as_sentence(summary: str | None) -> bool:
+    """Words that say what is done or awaited, not a bare number: past an optional "re-check: " and step
+    label ("P7a: "), at least three words, the first one a word of letters."""
+    if not summary:
+        return False
+    words = _PREFIXES.sub("", summary).split()
+    return len(words) >= 3 and words[0].replace("-", "").isalpha()

@@ -1,0 +1,208 @@
+"""The Volume passes as pure decision tables (contract: volumes.md; the tables below and docs/volume.md).
+
+No I/O and no Temporal: workflows/volume.py starts a pass with an empty `Observation`, asks `create`
+(C1…C5, then S1…S3) or `delete` (D1…D6) for the next step, executes it, folds the result in and asks
+again until a decision ends the pass. Every pass starts from a fresh read by the deterministic name, so
+a crash between "create accepted" and "status written" adopts the volume instead of duplicating it.
+
+Create (reconcile):
+  C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
+  C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
+  C3 no match                        -> create (user tags first, linkage keys last), then observe
+  C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
+  C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
+Observe:
+  S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
+  S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
+  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
+Delete (finalize, deletionPolicy=delete):
+  D1 project missing in Keystone   -> done: no volume can have been created
+  D2 no exact-name match             -> done (also how an accepted delete is confirmed)
+  D3 deletable (available, error…)   -> delete, then re-read (next passes) until D2
+  D4 in-use                           -> fail: detach first, retried
+  D5 error_deleting                  -> fail Errored with ERROR_MESSAGE, retried (an operator must reset it)
+  D6 anything else (creating, deleting, …) -> re-read until it settles
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from osprov.api import cinder_io as io
+from osprov.api.cinder import VolumeSpec
+from osprov.api.common import AvailableReason
+
+
+@dataclass(frozen=True)
+class Observation:
+    lookup: io.VolumeLookup | None = None  # the exact-name read of this pass
+    volume: io.Volume | None = None  # the volume this pass made (C3) or updated (C5)
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """S1: Available=True."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Errored:
+    """S2: terminal until the resource or the volume changes; Cinder's own status goes to the log only."""
+
+    volume: io.Volume
+
+
+@dataclass(frozen=True)
+class Wait:
+    """S3, D3, D6: Cinder is on its way; read again on a durable timer."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    """The pass cannot finish: the message says what to fix; retried with backoff."""
+
+    message: str
+    reason: AvailableReason
+    log: str = ""  # what the operator log says, with the IDs and Cinder statuses of `volumes`
+    volumes: tuple[io.Volume, ...] = ()
+
+
+@dataclass(frozen=True)
+class Done:
+    """Deleted (or nothing could have been created)."""
+
+
+DELETE_WAIT = "waiting for Cinder to delete the volume"
+ERROR_LOG = "Cinder volume entered an error state"  # the operator log line of S2 and D5
+Call = io.FindVolumes | io.CreateVolume | io.UpdateMetadata | io.DeleteVolume
+Action = Call | Provisioned | Errored | Wait | Fail | Done
+
+
+@dataclass(frozen=True)
+class Decision:
+    rule: str  # step label, e.g. "C3"
+    action: Action
+    what: str  # a sentence: the step (query, Web UI details) and the call's summary
+    observed: io.Volume | None = None  # S1–S3: the volume the status reports (volumeID, size)
+
+    @property
+    def step(self) -> str:
+        return f"{self.rule}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Who the volume belongs to: its deterministic name and the linkage keys written last."""
+
+    name: str
+    system: dict[str, str]
+
+    @staticmethod
+    def scope(spec: VolumeSpec) -> io.ProjectScope:
+        return io.ProjectScope(project=spec.project.name, domain=spec.project.domain)
+
+
+def _where(spec: VolumeSpec) -> str:
+    return f"project {spec.project.name!r} in domain {spec.project.domain!r}"
+
+
+def _find(spec: VolumeSpec, target: Target, rule: str) -> Decision:
+    find = io.FindVolumes(scope=Target.scope(spec), name=target.name)
+    return Decision(rule, find, f"find volume {target.name} in {spec.project.domain}/{spec.project.name}")
+
+
+def _duplicates(target: Target, volumes: list[io.Volume], reason: AvailableReason, rule: str) -> Decision:
+    # Fail closed: which one holds the data is for an operator to decide, never a guess.
+    message = (
+        f"{len(volumes)} Cinder volumes are named {target.name}; osprov acts only on a unique "
+        "match, so an operator must remove the extra volume(s) — retrying"
+    )
+    failed = Fail(message, reason, "duplicate Cinder volumes", tuple(volumes))
+    return Decision(rule, failed, f"more than one Cinder volume is named {target.name}")
+
+
+# --- create (C1…C5) and observe (S1…S3) -------------------------------------------------------------------
+def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> Decision:
+    """The next step of the create pass; `full`: the spec changed or the resync is due (C5 runs then)."""
+    if obs.volume is not None:
+        return observe(obs.volume)
+    if obs.lookup is None:
+        return _find(spec, target, "C1")
+    if not obs.lookup.project_found:
+        message = (
+            f"{_where(spec)} does not exist in Keystone yet; create it (for example with a "
+            "Project resource) — retrying"
+        )
+        return Decision("C1", Fail(message, AvailableReason.PROVISIONING), "the project does not exist yet")
+    volumes = obs.lookup.volumes
+    if len(volumes) > 1:
+        return _duplicates(target, volumes, AvailableReason.ERRORED, "C2")
+    if not volumes:
+        make = io.CreateVolume(
+            scope=Target.scope(spec),
+            name=target.name,
+            size=spec.size,
+            volume_type=spec.volume_class_id,
+            tags=spec.tags,
+            system=target.system,
+        )
+        return Decision("C3", make, f"create volume {target.name} ({spec.size} GiB)")
+    volume = volumes[0]
+    if (
+        full
+        and volume.status in io.PROVISIONED_STATUSES
+        and io.metadata_drift(volume.metadata, spec.tags, target.system)
+    ):
+        update = io.UpdateMetadata(
+            scope=Target.scope(spec), id=volume.id, tags=spec.tags, system=target.system
+        )
+        return Decision("C5", update, f"update the osprov metadata of volume {target.name}")
+    return observe(volume)  # C4: adopted
+
+
+def observe(volume: io.Volume) -> Decision:
+    """S1–S3: what the volume's Cinder status means for the resource."""
+    if volume.status in io.PROVISIONED_STATUSES:
+        message = f"Cinder volume of {volume.size} GiB is {volume.status}"
+        return Decision("S1", Provisioned(message), message, volume)
+    if io.is_error(volume.status):
+        what = "the volume is in an error state (details in the worker log)"
+        return Decision("S2", Errored(volume), what, volume)
+    # Accepted is not done, and an unfamiliar state is never taken for convergence.
+    shown = volume.status if volume.status in io.KNOWN_TRANSITIONAL else "in an unfamiliar state"
+    message = f"waiting for Cinder: the volume is {shown}"
+    return Decision("S3", Wait(message), message, volume)
+
+
+# --- delete (D1…D6) ---------------------------------------------------------------------------------------
+def delete(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
+    """The next step of the delete pass; a later read must confirm absence (D2)."""
+    if obs.volume is not None:  # the delete this pass sent (D3): a later read must confirm absence
+        return Decision("D3", Wait(DELETE_WAIT), f"{DELETE_WAIT} (it was {obs.volume.status})")
+    if obs.lookup is None:
+        return _find(spec, target, "D1")
+    if not obs.lookup.project_found:
+        return Decision("D1", Done(), "the project does not exist: no volume can have been created")
+    volumes = obs.lookup.volumes
+    if len(volumes) > 1:
+        return _duplicates(target, volumes, AvailableReason.DEPROVISIONING, "D2")
+    if not volumes:
+        return Decision("D2", Done(), f"volume {target.name} is gone")
+    volume = volumes[0]
+    if volume.status == "in-use":
+        message = (
+            "the volume is attached to a server; detach it (remove it from the Server's volumes) "
+            "and deletion continues — retrying"
+        )
+        return Decision("D4", Fail(message, AvailableReason.DEPROVISIONING), "the volume is attached")
+    if volume.status == "error_deleting":
+        failed = Fail(io.ERROR_MESSAGE, AvailableReason.ERRORED, ERROR_LOG, (volume,))
+        return Decision("D5", failed, "Cinder failed to delete the volume (details in the worker log)")
+    if volume.status in io.DELETABLE_STATUSES:
+        return Decision(
+            "D3", io.DeleteVolume(scope=Target.scope(spec), id=volume.id), f"delete volume {target.name}"
+        )
+    return Decision("D6", Wait(DELETE_WAIT), f"{DELETE_WAIT} (it is {volume.status})")
