@@ -31,5 +31,5 @@ async def connect(settings: Settings) -> Client:
         settings.temporal_address,
         namespace=settings.temporal_namespace,
         data_converter=data_converter(),
-        runtime=metrics.runtime(settings.metrics_port),
+        runtime=metrics.runtime(settings.metrics_port, heartbeat_seconds=settings.worker_heartbeat_seconds),
     )
