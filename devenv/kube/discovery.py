@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .resources import ALL_VERBS, ResourceType
-from .store import Store
+from .registry import Registry as Store
+from .resources import ResourceType
 
 SERVER_VERSION = {
     "major": "1",
@@ -35,8 +35,7 @@ def api_versions(host: str) -> dict[str, Any]:
 
 def _groups(store: Store) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for state in store.types.values():
-        rtype = state.rtype
+    for rtype in store.served_types():
         if not rtype.group:
             continue
         versions = groups.setdefault(rtype.group, [])
@@ -68,8 +67,7 @@ def api_group(store: Store, group: str) -> dict[str, Any] | None:
 
 def resource_list(store: Store, group: str, version: str) -> dict[str, Any] | None:
     resources: list[dict[str, Any]] = []
-    for state in store.types.values():
-        rtype = state.rtype
+    for rtype in store.served_types():
         vinfo = rtype.version(version)
         if rtype.group != group or vinfo is None:
             continue
@@ -78,7 +76,7 @@ def resource_list(store: Store, group: str, version: str) -> dict[str, Any] | No
             "singularName": rtype.singular,
             "namespaced": rtype.namespaced,
             "kind": rtype.kind,
-            "verbs": ALL_VERBS,
+            "verbs": list(rtype.verbs),
             "storageVersionHash": _storage_hash(rtype),
         }
         if rtype.short_names:

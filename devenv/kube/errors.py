@@ -24,6 +24,7 @@ class ApiError(Exception):
     reason: str
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+    list_continue: str = ""  # a 410 for an expired continue token carries a token to go on with
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -32,7 +33,7 @@ class ApiError(Exception):
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": {"continue": self.list_continue} if self.list_continue else {},
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -77,6 +78,14 @@ def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
         "Conflict",
         f'Operation cannot be fulfilled on {_qualified(group, plural)} "{name}": {why}',
         _details(group, plural, name),
+    )
+
+
+def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
+    """apimachinery's field.NotSupported."""
+    allowed = ", ".join(f'"{s}"' for s in supported)
+    return Cause(
+        "FieldValueNotSupported", f'Unsupported value: "{value}": supported values: {allowed}', field
     )
 
 

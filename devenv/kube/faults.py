@@ -8,7 +8,7 @@ from typing import Any
 from .errors import ApiError, bad_request, reason_for_code
 from .resources import ResourceType
 
-VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "*"}
+VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "*"}
 
 
 @dataclass

@@ -8,9 +8,9 @@ from typing import Any
 
 from aiohttp import web
 
-from .errors import ApiError
+from .errors import ApiError, bad_request
+from .registry import Registry
 from .resources import ResourceType
-from .store import Store
 
 JSON = "application/json"
 
@@ -40,8 +40,11 @@ def error_response(err: ApiError) -> web.Response:
 
 
 def out(obj: dict[str, Any], rtype: ResourceType, version: str) -> dict[str, Any]:
-    """Serve the object in the requested version (no conversion webhook: only apiVersion changes)."""
+    """Serve the object in the requested version (no conversion webhook: only apiVersion changes), or
+    through the type's second view (events.k8s.io/v1 Events)."""
     api_version = rtype.api_version(version)
+    if rtype.from_storage is not None:
+        return rtype.from_storage(obj, api_version)
     if obj.get("apiVersion") == api_version:
         return obj
     out = dict(obj)
@@ -49,7 +52,12 @@ def out(obj: dict[str, Any], rtype: ResourceType, version: str) -> dict[str, Any
     return out
 
 
-def parse_target(store: Store, path: str) -> Target | None:
+def partial(obj: dict[str, Any]) -> dict[str, Any]:
+    """meta.k8s.io/v1 PartialObjectMetadata: the object's metadata only (no spec, status or data)."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+
+
+def parse_target(store: Registry, path: str) -> Target | None:
     parts = [p for p in path.split("/") if p]
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
@@ -78,4 +86,7 @@ def include_object(request: web.Request) -> str:
     for part in request.headers.get("Accept", "").split(";"):
         if part.strip().startswith("includeObject="):
             return part.strip().split("=", 1)[1].split(",")[0]
-    return request.query.get("includeObject", "PartialObjectMetadata")
+    value = request.query.get("includeObject", "PartialObjectMetadata") or "PartialObjectMetadata"
+    if value not in ("None", "Object", "PartialObjectMetadata"):
+        raise bad_request(f'unrecognized includeObject value: "{value}"')
+    return value

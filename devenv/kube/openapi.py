@@ -14,8 +14,8 @@ from aiohttp import web
 
 from .errors import ApiError
 from .httpio import error_response, json_response
+from .registry import Registry as Store
 from .resources import ResourceType
-from .store import Store
 
 _QUERY_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 
@@ -67,8 +67,7 @@ def group_version_doc(store: Store, group: str, version: str) -> dict[str, Any] 
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    for state in store.types.values():
-        rtype = state.rtype
+    for rtype in store.served_types():
         if rtype.group != group or rtype.version(version) is None:
             continue
         ref = f"#/components/schemas/{_schema_id(rtype, version)}"
@@ -106,10 +105,10 @@ def group_version_doc(store: Store, group: str, version: str) -> dict[str, Any] 
 
 def _gv_keys(store: Store) -> list[tuple[str, str]]:
     keys: list[tuple[str, str]] = []
-    for state in store.types.values():
-        for v in state.rtype.versions:
-            if v.served and (state.rtype.group, v.name) not in keys:
-                keys.append((state.rtype.group, v.name))
+    for rtype in store.served_types():
+        for v in rtype.versions:
+            if v.served and (rtype.group, v.name) not in keys:
+                keys.append((rtype.group, v.name))
     return keys
 
 

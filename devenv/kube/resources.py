@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Cause, invalid
 from .meta import now
+from .strategy import CUSTOM_RESOURCE, Strategy
 
-ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CRD_GROUP = "apiextensions.k8s.io"
+CRD_KEY = f"customresourcedefinitions.{CRD_GROUP}"
+FieldGetter = Callable[[dict[str, Any]], str]
 
 
 @dataclass
@@ -44,11 +48,25 @@ class ResourceType:
     categories: list[str] = field(default_factory=list)
     builtin: bool = False
     list_kind: str = ""
+    verbs: tuple[str, ...] = ALL_VERBS
+    strategy: Strategy = CUSTOM_RESOURCE
+    # Field selectors beyond metadata.name/namespace: label -> value of the stored object.
+    fields: dict[str, FieldGetter] = field(default_factory=dict)
+    # A second API for objects stored under another type (events.k8s.io/v1 Events are core/v1 Events):
+    # the storage type's key and the conversions between the two shapes.
+    storage_key: str = ""
+    to_storage: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    from_storage: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
 
     @property
     def key(self) -> str:
-        """Store key: one per group+plural whatever the version (no conversion between versions)."""
+        """Type key: one per group+plural whatever the version (no conversion between versions)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def store_key(self) -> str:
+        """Where its objects live (the key, except for a second view of another type's objects)."""
+        return self.storage_key or self.key
 
     def version(self, name: str) -> VersionInfo | None:
         for v in self.versions:
@@ -65,39 +83,6 @@ class ResourceType:
             if v.storage:
                 return v.name
         return self.versions[0].name
-
-
-def builtin_types() -> list[ResourceType]:
-    v1 = [VersionInfo("v1", True, True, status_subresource=True)]
-    return [
-        ResourceType(
-            "", "namespaces", "namespace", "Namespace", False, v1, ["ns"], [], True, "NamespaceList"
-        ),
-        ResourceType(
-            "",
-            "secrets",
-            "secret",
-            "Secret",
-            True,
-            [VersionInfo("v1", True, True)],
-            [],
-            [],
-            True,
-            "SecretList",
-        ),
-        ResourceType(
-            CRD_GROUP,
-            "customresourcedefinitions",
-            "customresourcedefinition",
-            "CustomResourceDefinition",
-            False,
-            [VersionInfo("v1", True, True, status_subresource=True)],
-            ["crd", "crds"],
-            ["api-extensions"],
-            True,
-            "CustomResourceDefinitionList",
-        ),
-    ]
 
 
 def _columns(raw: list[dict[str, Any]]) -> list[PrinterColumn]:

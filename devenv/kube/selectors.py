@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,55 +74,91 @@ def parse_labels(selector: str) -> list[Requirement]:
     return out
 
 
-_FIELDS = {"metadata.name": ("metadata", "name"), "metadata.namespace": ("metadata", "namespace")}
+FieldGetter = Callable[[dict[str, Any]], str]
+
+
+def _meta_field(name: str) -> FieldGetter:
+    return lambda obj: str((obj.get("metadata") or {}).get(name) or "")
+
+
+_FIELDS: dict[str, FieldGetter] = {
+    "metadata.name": _meta_field("name"),
+    "metadata.namespace": _meta_field("namespace"),
+}
+
+
+def _split_escaped(text: str, sep: str) -> list[str]:
+    """Split on `sep` where it is not escaped with a backslash (fields.ParseSelector)."""
+    parts, current, i = [], "", 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            current += text[i : i + 2]
+            i += 2
+        elif text.startswith(sep, i):
+            parts.append(current)
+            current, i = "", i + len(sep)
+        else:
+            current += text[i]
+            i += 1
+    parts.append(current)
+    return parts
+
+
+def _unescape(value: str) -> str:
+    out, i = "", 0
+    while i < len(value):
+        if value[i] == "\\" and i + 1 < len(value):
+            if value[i + 1] not in "\\,=":
+                raise bad_request(f"invalid field selector: invalid escape sequence: \\{value[i + 1]}")
+            out += value[i + 1]
+            i += 2
+        else:
+            out += value[i]
+            i += 1
+    return out
 
 
 def parse_fields(
-    selector: str, extra: dict[str, tuple[str, ...]] | None = None
-) -> list[tuple[tuple[str, ...], str, str]]:
-    """[(path, op, value)]; like the apiserver, only metadata.name/namespace (and per-type extras)."""
-    known = dict(_FIELDS, **(extra or {}))
-    out: list[tuple[tuple[str, ...], str, str]] = []
-    for part in _split_top(selector or ""):
-        if "!=" in part:
-            key, value = part.split("!=", 1)
-            op = "!="
-        elif "==" in part:
-            key, value = part.split("==", 1)
-            op = "="
-        elif "=" in part:
-            key, value = part.split("=", 1)
-            op = "="
+    selector: str, extra: dict[str, FieldGetter] | None = None
+) -> list[tuple[FieldGetter, str, str]]:
+    """[(getter, op, value)]; like the apiserver, metadata.name/namespace plus the type's own fields."""
+    known = {**_FIELDS, **(extra or {})}
+    out: list[tuple[FieldGetter, str, str]] = []
+    for part in _split_escaped(selector or "", ","):
+        if not part.strip():
+            continue
+        for op, spelling in (("!=", "!="), ("=", "=="), ("=", "=")):
+            pieces = _split_escaped(part, spelling)
+            if len(pieces) > 1:
+                key, value, found_op = pieces[0], spelling.join(pieces[1:]), op
+                break
         else:
             raise bad_request(f"invalid field selector: {part!r}")
         key = key.strip()
         if key not in known:
             raise bad_request(f"field label not supported: {key}")
-        out.append((known[key], op, value.strip()))
+        out.append((known[key], found_op, _unescape(value.strip())))
     return out
 
 
 @dataclass(frozen=True)
 class Selector:
     labels: tuple[Requirement, ...] = ()
-    fields: tuple[tuple[tuple[str, ...], str, str], ...] = ()
+    fields: tuple[tuple[FieldGetter, str, str], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.labels and not self.fields
 
     def matches(self, obj: dict[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
         obj_labels = meta.get("labels") or {}
         if not all(r.matches(obj_labels) for r in self.labels):
             return False
-        for path, op, value in self.fields:
-            node: Any = obj
-            for seg in path:
-                node = node.get(seg) if isinstance(node, dict) else None
-            actual = "" if node is None else str(node)
-            if (actual == value) != (op == "="):
-                return False
-        return True
+        return all((getter(obj) == value) == (op == "=") for getter, op, value in self.fields)
 
 
 def selector_from_query(
-    label_selector: str, field_selector: str, extra_fields: dict[str, tuple[str, ...]] | None = None
+    label_selector: str, field_selector: str, extra_fields: dict[str, FieldGetter] | None = None
 ) -> Selector:
     return Selector(tuple(parse_labels(label_selector)), tuple(parse_fields(field_selector, extra_fields)))

@@ -16,13 +16,21 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from .errors import ApiError, internal
+from .admin import discovery_response, faults_response
+from .errors import ApiError, bad_request, internal
 from .handlers import Emulator, Handlers
 from .httpio import error_response
 from .openapi import OpenAPI
+from .requests import too_large
 from .store import Store
+from .validation import MAX_REQUEST_BODY_BYTES
 
 _DISCOVERY_ROOTS = ("/version", "/api", "/apis")
+
+
+# Exceptions that, escaping a handler, come from what the client sent (a body of an unexpected shape): a
+# 400 like the apiserver's decoders give, never a 500. The traceback still goes to the log.
+CLIENT_MISTAKES = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
 
 
 def build_app(emulator: Emulator) -> web.Application:
@@ -30,36 +38,49 @@ def build_app(emulator: Emulator) -> web.Application:
     openapi = OpenAPI(emulator.store)
 
     async def route(request: web.Request) -> web.StreamResponse:
+        emulator.store.warnings = []
         try:
-            return await dispatch(request)
+            response = await dispatch(request)
         except ApiError as err:
             return error_response(err)
+        except web.HTTPRequestEntityTooLarge:
+            return error_response(too_large())
         except (ConnectionResetError, asyncio.CancelledError):
             raise
+        except CLIENT_MISTAKES as exc:
+            traceback.print_exc()
+            return error_response(
+                bad_request(f"the request could not be processed: {type(exc).__name__}: {exc}")
+            )
         except Exception:
             # A bug in the emulator: answer like an apiserver would (500 Status), keep the traceback for
             # the log (tracebacks carry no request bodies, so no Secret values).
             traceback.print_exc()
             return error_response(internal("the emulator failed to handle the request; see its log"))
+        if emulator.store.warnings and not response.prepared:
+            # RFC 7234 warn-text is a quoted-string: escape the quotes inside it.
+            texts = (w.replace("\\", "\\\\").replace('"', '\\"') for w in emulator.store.warnings)
+            response.headers["Warning"] = ", ".join(f'299 - "{text}"' for text in texts)
+        return response
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
-        emulator.store.warnings = []
         if path in ("/healthz", "/readyz", "/livez"):
-            return await handlers.health(request)
+            return web.Response(text="ok")
         if path == "/_emulator/faults":
-            return await handlers.faults(request)
+            return await faults_response(emulator.store, emulator.faults, request)
         if parts and parts[0] == "openapi":
             return openapi.handle(request)
         is_discovery = (
             path in _DISCOVERY_ROOTS or parts == ["api", "v1"] or (parts[:1] == ["apis"] and len(parts) <= 3)
         )
         if is_discovery and request.method == "GET":
-            return await handlers.discovery(request)
+            return discovery_response(emulator.store, request)
         return await handlers.resource(request)
 
-    app = web.Application(client_max_size=16 * 1024 * 1024)
+    # One byte more than the apiserver's limit: aiohttp refuses bodies of client_max_size bytes or more.
+    app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES + 1)
     app.router.add_route("*", "/{tail:.*}", route)
     return app
 
@@ -187,6 +208,8 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    # Objects may nest up to requests.MAX_JSON_DEPTH levels; copying and walking them recurses per level.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     asyncio.run(serve(args))
     return 0
 

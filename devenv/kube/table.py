@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from .httpio import partial
 from .meta import age
+from .printers import printer_for
 from .resources import PrinterColumn, ResourceType
 
 _TOKEN = re.compile(
@@ -62,8 +65,6 @@ def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Any:
     if column.type == "integer" and isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, (dict, list)):
-        import json
-
         return json.dumps(value)
     return value
 
@@ -84,20 +85,21 @@ _AGE = PrinterColumn(
 
 
 def columns_for(rtype: ResourceType, version: str) -> list[PrinterColumn]:
-    if rtype.key == "secrets":
-        return [
-            PrinterColumn("Type", "string", ".type"),
-            PrinterColumn("Data", "integer", ".data"),
-            _AGE,
-        ]
-    if rtype.key == "namespaces":
-        return [PrinterColumn("Status", "string", ".status.phase"), _AGE]
+    """Columns of custom resources (and built-ins without a printer: "Created At")."""
     if rtype.builtin:
         return [PrinterColumn("Created At", "date", ".metadata.creationTimestamp")]
     vinfo = rtype.version(version)
     if vinfo is not None and vinfo.printer_columns:
         return vinfo.printer_columns
     return [_AGE]
+
+
+def _row_object(obj: dict[str, Any], include_object: str) -> dict[str, Any] | None:
+    if include_object == "Object":
+        return obj
+    if include_object == "None":
+        return None
+    return partial(obj)
 
 
 def to_table(
@@ -107,30 +109,30 @@ def to_table(
     resource_version: str,
     include_object: str,
 ) -> dict[str, Any]:
-    columns = columns_for(rtype, version)
+    printer = printer_for(rtype.store_key)
+    if printer is not None:
+        definitions = [_definition(n, t, "", p, f) for n, t, p, f in printer.columns]
+        cells_of = printer.cells
+    else:
+        columns = columns_for(rtype, version)
+        definitions = [_NAME] + [
+            _definition(c.name, c.type, c.description, c.priority, c.format) for c in columns
+        ]
+
+        def cells_of(obj: dict[str, Any]) -> list[Any]:
+            return [obj["metadata"]["name"], *(_cell(c, obj) for c in columns)]
+
     rows = []
     for obj in objects:
-        cells: list[Any] = [obj["metadata"]["name"]]
-        for column in columns:
-            if rtype.key == "secrets" and column.name == "Data":
-                cells.append(len(obj.get("data") or {}))  # the count, never the values
-            else:
-                cells.append(_cell(column, obj))
-        row: dict[str, Any] = {"cells": cells}
-        if include_object == "Object":
-            row["object"] = obj
-        elif include_object != "None":
-            row["object"] = {
-                "kind": "PartialObjectMetadata",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": obj["metadata"],
-            }
+        row: dict[str, Any] = {"cells": cells_of(obj)}
+        shown = _row_object(obj, include_object)
+        if shown is not None:
+            row["object"] = shown
         rows.append(row)
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": [_NAME]
-        + [_definition(c.name, c.type, c.description, c.priority, c.format) for c in columns],
+        "columnDefinitions": definitions,
         "rows": rows,
     }

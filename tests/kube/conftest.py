@@ -80,6 +80,25 @@ def custom_objects(api: client.ApiClient) -> Any:
     return client.CustomObjectsApi(api)
 
 
+def api_of(cls: Any, api: client.ApiClient) -> Any:
+    """An official client API class, typed Any so tests may pass plain dict bodies and read optional fields."""
+    return cls(api)
+
+
 def core_v1(api: client.ApiClient) -> Any:
     """CoreV1Api, typed Any so tests may pass plain dict bodies as the apiserver accepts them."""
     return client.CoreV1Api(api)
+
+
+def raw_request(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """One request through the official client's REST layer, answer unparsed by its models: (status, JSON)."""
+    all_headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+    response = api.call_api(method, api.configuration.host + path, all_headers, body)
+    response.read()
+    return response.status, json.loads(response.data or b"null")
