@@ -8,8 +8,11 @@ stop_service(name) / start_service(name)   e.g. "keystone", to prove outage beha
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import importlib.util
 import shutil
 import sys
@@ -84,8 +87,8 @@ def _start_keystone(secrets: Secrets) -> None:
     keystone.start(secrets)
 
 
-def _start_temporal(_: Secrets) -> None:
-    temporal.start()
+def _start_temporal(secrets: Secrets) -> None:
+    temporal.start(codec_url(secrets))
 
 
 def _start_codec(secrets: Secrets) -> None:
@@ -101,8 +104,12 @@ def _start_codec(secrets: Secrets) -> None:
         str(PORTS.codec),
         "--cors-origin",
         temporal.ui_url(),
+        # The dev server's UI has no OIDC login, so it sends no token header: the token is the first
+        # path segment of the codec endpoint it is given (codec_url).
+        "--token-in-path",
     ]
-    procs.start("codec", argv, env=codec_env(secrets), cwd=REPO_ROOT)
+    env = codec_env(secrets) | {"OSPROV_CODEC_TOKEN": codec_token(secrets)}
+    procs.start("codec", argv, env=env, cwd=REPO_ROOT)
     procs.wait_until(
         lambda: procs.http_status(f"http://{HOST}:{PORTS.codec}/healthz") == 200,
         30,
@@ -115,6 +122,20 @@ def codec_env(secrets: Secrets | None = None) -> dict[str, str]:
     """The payload codec settings matching the stack's codec server (which the Web UI calls)."""
     secrets = secrets or load_secrets()
     return {"OSPROV_CODEC_KEYS": f"dev:{secrets.codec_key}", "OSPROV_CODEC_KEY_ID": "dev"}
+
+
+def codec_token(secrets: Secrets | None = None) -> str:
+    """The codec server's access token, derived from the stack's codec key (nothing more to store)."""
+    secrets = secrets or load_secrets()
+    key = base64.b64decode(secrets.codec_key)
+    digest = hmac.new(key, b"osprov codec-server token", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def codec_url(secrets: Secrets | None = None) -> str:
+    """The codec endpoint with its token as the first path segment: for the Web UI and
+    `temporal … --codec-endpoint` (a bearer header works too: --codec-auth "Bearer <token>")."""
+    return f"http://{HOST}:{PORTS.codec}/{codec_token(secrets)}"
 
 
 def _start_rabbitmq(secrets: Secrets) -> None:
@@ -353,8 +374,10 @@ def write_client_files(secrets: Secrets, full: bool) -> None:
         "OS_CLOUD": ADMIN_CLOUD,
         "OSPROV_KEYSTONE_URL": auth_url,
         # The codec keys are not in the env file: only the demo's worker and bridge encrypt (see
-        # devenv/demo.py); tests read their histories with plain clients.
-        "OSPROV_CODEC_URL": f"http://{HOST}:{PORTS.codec}",
+        # devenv/demo.py); tests read their histories with plain clients, so the processes started
+        # with this file may run without keys (production requires them: docs/security.md).
+        "OSPROV_REQUIRE_ENCRYPTION": "false",
+        "OSPROV_CODEC_URL": codec_url(secrets),
     }
     if not full and env_file().exists() and load_env().get("OSPROV_STACK_LEVEL") == "full":
         env["OSPROV_STACK_LEVEL"] = "full"  # an identity `up` on a running full stack keeps it full

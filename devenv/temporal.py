@@ -17,7 +17,8 @@ def ui_url() -> str:
     return f"http://{HOST}:{PORTS.temporal_ui}"
 
 
-def start() -> None:
+def start(codec_endpoint: str) -> None:
+    """`codec_endpoint`: where the Web UI sends payloads to decode (osprov's codec server, token included)."""
     argv: list[str] = [
         str(project_bin("temporal")),
         "server",
@@ -37,7 +38,7 @@ def start() -> None:
         "--ui-disable-news-fetch",
         # The Web UI decodes encrypted payloads through osprov's codec server (started by the stack).
         "--ui-codec-endpoint",
-        f"http://{HOST}:{PORTS.codec}",
+        codec_endpoint,
         # Flag workflows whose workflow tasks keep failing (a bug): TemporalReportedProblems is searchable.
         "--dynamic-config-value",
         "system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2",

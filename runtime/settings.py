@@ -18,6 +18,13 @@ def _list(name: str, default: str) -> list[str]:
     return [v.strip() for v in _env(name, default).split(",") if v.strip()]
 
 
+def _flag(name: str, default: str) -> bool:
+    value = _env(name, default).lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"{name} must be true or false, not {value[:20]!r}")
+    return value == "true"
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_ADDRESS", "localhost:7233"))
@@ -33,6 +40,18 @@ class Settings:
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
     metrics_port: int = field(default_factory=lambda: int(_env("OSPROV_METRICS_PORT", "0")))
     log_level: str = field(default_factory=lambda: _env("OSPROV_LOG_LEVEL", "INFO"))
+    # Refuse to start without payload encryption keys (OSPROV_CODEC_KEYS): true unless a development
+    # setup says otherwise (the local stack's env file does; docs/security.md).
+    require_encryption: bool = field(default_factory=lambda: _flag("OSPROV_REQUIRE_ENCRYPTION", "true"))
+    # Temporal transport security (osprov.runtime.temporal.transport). Empty OSPROV_TEMPORAL_TLS means
+    # "on when any option below is set". The paths name PEM files; the API key is sent as a bearer token.
+    temporal_tls: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS", ""))
+    temporal_tls_ca: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_CA", ""))
+    temporal_tls_cert: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_CERT", ""))
+    temporal_tls_key: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_KEY", ""))
+    temporal_tls_server_name: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_SERVER_NAME", ""))
+    temporal_api_key: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY", ""), repr=False)
+    temporal_api_key_file: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY_FILE", ""))
     # Health endpoints (/healthz, /readyz) of the worker and the bridge; 0 = not served.
     health_port: int = field(default_factory=lambda: int(_env("OSPROV_HEALTH_PORT", "0")))
     # Liveness means progress: a bridge watch with no event, bookmark or completed request, or a worker

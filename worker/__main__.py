@@ -21,8 +21,9 @@ from temporalio.worker import Worker
 
 from osprov.runtime import health as health_server
 from osprov.runtime import logs
+from osprov.runtime.codec import CodecConfigError
 from osprov.runtime.settings import Settings
-from osprov.runtime.temporal import connect
+from osprov.runtime.temporal import TransportConfigError, connect
 from osprov.worker.health import PollerHealth
 from osprov.worker.interceptor import LogContextInterceptor
 
@@ -43,9 +44,15 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
     )
 
 
-async def run(settings: Settings) -> None:
+async def run(settings: Settings) -> int:
     log = logs.log("osprov.worker")
-    client = await connect(settings)
+    try:
+        # Logs whether payloads are encrypted and with which key ID; with keys, the codec rejects every
+        # payload it did not encrypt, so a plain client's workflow task fails before any activity runs.
+        client = await connect(settings)
+    except (CodecConfigError, TransportConfigError) as err:
+        log.error("worker refuses to start", error=str(err))  # the messages name variables, never values
+        return 2
     with ThreadPoolExecutor(max_workers=settings.activity_threads, thread_name_prefix="activity") as executor:
         worker = build_worker(client, settings, executor)
         stop = asyncio.Event()
@@ -58,6 +65,7 @@ async def run(settings: Settings) -> None:
                 await stop.wait()
             log.info("worker stopping: draining in-flight activities")
     log.info("worker stopped")
+    return 0
 
 
 @contextlib.asynccontextmanager
@@ -84,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     # The workflow/activity info goes into structured fields (osprov.runtime.logs), not into the message text.
     temporalio.workflow.logger.workflow_info_on_message = False
     temporalio.activity.logger.activity_info_on_message = False
-    asyncio.run(run(settings))
-    return 0
+    return asyncio.run(run(settings))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def settings_variables() -> set[str]:
     text = (REPO / "runtime" / "settings.py").read_text()
-    return set(re.findall(r'_(?:env|list)\("([A-Z_]+)"', text))
+    return set(re.findall(r'_(?:env|list|flag)\("([A-Z_]+)"', text))
 
 
 def compose() -> dict[str, Any]:
@@ -176,8 +176,14 @@ def test_deployments_run_the_right_commands_with_their_service_accounts() -> Non
         assert bindings[sa]["roleRef"]["name"] == sa and bindings[sa]["subjects"][0]["name"] == sa
         assert container["resources"]
     [config] = manifests("config.yaml")
-    # OSPROV_LEASE_NAMESPACE comes from the pod itself (the downward API).
-    assert settings_variables() - {"OSPROV_KINDS", "OSPROV_LEASE_NAMESPACE"} <= set(config["data"])
+    transport = {
+        v for v in settings_variables() if v.startswith(("OSPROV_TEMPORAL_TLS", "OSPROV_TEMPORAL_API"))
+    }
+    # Transport security: the component components/temporal-tls. OSPROV_LEASE_NAMESPACE comes from the
+    # pod itself (the downward API).
+    assert settings_variables() - {"OSPROV_KINDS", "OSPROV_LEASE_NAMESPACE"} - transport <= set(
+        config["data"]
+    )
     [lease_ns] = deployment("bridge")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert lease_ns == {
         "name": "OSPROV_LEASE_NAMESPACE",

@@ -6,6 +6,7 @@ the compose file is read with compose's own interpolation and port rules (tests/
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,7 +101,7 @@ def test_compose_publishes_every_port_on_loopback_only() -> None:
 
 def test_compose_port_rules_flag_what_docker_binds_to_every_interface() -> None:
     """The rules above, on the forms compose accepts (so the previous test cannot pass by misreading)."""
-    public = [
+    public: list[str | int | dict[str, Any]] = [
         "7233:7233",
         7233,
         "7233",
@@ -108,8 +109,13 @@ def test_compose_port_rules_flag_what_docker_binds_to_every_interface() -> None:
         "[::]:7233:7233",
         {"target": 7233, "published": 7233},
     ]
-    private = ["127.0.0.1:7233:7233", "127.0.0.1:7233:7233/tcp", "[::1]:7233:7233", "::1:7233:7233"]
-    private += [{"target": 7233, "published": 7233, "host_ip": "127.0.0.1"}]
+    private: list[str | int | dict[str, Any]] = [
+        "127.0.0.1:7233:7233",
+        "127.0.0.1:7233:7233/tcp",
+        "[::1]:7233:7233",
+        "::1:7233:7233",
+        {"target": 7233, "published": 7233, "host_ip": "127.0.0.1"},
+    ]
     assert not any(published(p).loopback_only for p in public)
     assert all(published(p).loopback_only for p in private)
     assert published(interpolate("${IP:-127.0.0.1}:8080:80", {"IP": "0.0.0.0"})).host_ip == "0.0.0.0"
@@ -143,3 +149,16 @@ def test_compose_codec_server_needs_its_token_and_does_not_encode_by_default() -
     )
     for name in ("worker", "bridge"):
         assert services[name]["environment"]["OSPROV_REQUIRE_ENCRYPTION"] == "true"
+
+
+def test_readme_documents_every_variable_the_programs_read() -> None:
+    sources = [
+        *(REPO / "runtime").glob("*.py"),
+        REPO / "osprov" / "codec_server.py",
+        REPO / "worker" / "__main__.py",
+    ]
+    read = {v for p in sources for v in re.findall(r'"(OSPROV_[A-Z_]+)"', p.read_text())}
+    assert {"OSPROV_TEMPORAL_TLS_CA", "OSPROV_CODEC_TOKEN", "OSPROV_REQUIRE_ENCRYPTION"} <= read
+    readme = (REPO / "README.md").read_text()
+    missing = sorted(v for v in read if f"`{v}`" not in readme)
+    assert not missing, f"README.md's variable table misses {missing}"

@@ -196,24 +196,54 @@ def keystone_domain_id(ks: Identity, name: str) -> str:
     return str(found.id)
 
 
-def assert_no_leaks(osprov: Osprov, passwords: Passwords, since: datetime) -> int:
-    """Zero hits for any test password in histories, logs and statuses; returns how much was scanned."""
-    assert passwords.values, "the module made no passwords: the scan would prove nothing"
-    forms = passwords.forms()
-    hits: list[str] = []
+def scan(osprov: Osprov, forms: list[bytes], since: datetime) -> tuple[list[tuple[str, str]], int]:
+    """Where any of `forms` occurs, as (source, detail) with source "history", "<process> log" or
+    "status"; and how much was scanned (events, log lines, statuses)."""
+    hits: list[tuple[str, str]] = []
     scanned = 0
     for wf_id, events in histories(osprov.stack, osprov.namespace, since).items():
         for raw in events:
             scanned += 1
-            hits += [f"history of {wf_id}" for f in forms if f in raw]
+            hits += [("history", wf_id) for f in forms if f in raw]
     for proc in osprov.procs:
         text = proc.log_text().encode()
         scanned += text.count(b"\n")
-        hits += [f"{proc.name} log" for f in forms if f in text]
+        hits += [(f"{proc.name} log", str(proc.log_path)) for f in forms if f in text]
     for status in all_statuses(osprov):
         scanned += 1
         blob = json.dumps(status).encode()
-        hits += ["a status" for f in forms if f in blob]
+        hits += [("status", blob[:80].decode(errors="replace")) for f in forms if f in blob]
+    return hits, scanned
+
+
+def plant_canary(osprov: Osprov) -> str:
+    """A value that reaches every source the scan reads, the way a leaked secret would: a Project named
+    after it and naming it as its (missing) domain. The bridge logs the name when it signals, the
+    history carries the spec, the workflow logs and writes "domain '…' does not exist" into status."""
+    canary = uniq("leak-canary")
+    osprov.apply("Project", canary, {"name": canary, "domain": canary})
+    wait_condition(
+        osprov, "Project", canary, lambda c: canary in c.get("message", ""), "the canary in its Ready message"
+    )
+    wait_for(
+        lambda: all(canary in p.log_text() for p in osprov.procs), "the canary in the worker and bridge logs"
+    )
+    return canary
+
+
+def assert_no_leaks(osprov: Osprov, passwords: Passwords, since: datetime) -> int:
+    """Zero hits for any test password in histories, logs and statuses; returns how much was scanned.
+
+    Positive control first: a planted canary must be found in every source, so the scan cannot pass by
+    reading nothing (a wrong query, an empty log path, a status list of another namespace)."""
+    assert passwords.values, "the module made no passwords: the scan would prove nothing"
+    canary = plant_canary(osprov)
+    found, _ = scan(osprov, Passwords([canary]).forms(), since)
+    wanted = {"history", "status"} | {f"{p.name} log" for p in osprov.procs}
+    assert wanted <= {source for source, _ in found}, (
+        f"the planted canary was not found in {sorted(wanted - {s for s, _ in found})}: the scan misses them"
+    )
+    hits, scanned = scan(osprov, passwords.forms(), since)
     assert not hits, f"test passwords found in: {sorted(set(hits))}"
     return scanned
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -27,6 +29,21 @@ def get_json(url: str) -> Any:
 def test_ui_is_configured_with_the_codec_server(identity_stack: StackEnv) -> None:
     settings = get_json(f"{identity_stack.temporal_ui_url}/api/v1/settings")
     assert settings["Codec"]["Endpoint"] == identity_stack.env["OSPROV_CODEC_URL"]
+
+
+def test_codec_server_answers_only_with_its_token(identity_stack: StackEnv) -> None:
+    """The UI's endpoint carries the token as its first path segment; the bare server refuses."""
+    endpoint = urllib.parse.urlsplit(identity_stack.env["OSPROV_CODEC_URL"])
+    assert endpoint.path.strip("/") == stack.codec_token()
+    for path in ("/decode", "/not-the-token-but-long-enough-to-look-like-one/decode"):
+        request = urllib.request.Request(
+            f"{endpoint.scheme}://{endpoint.netloc}{path}",
+            data=b'{"payloads": []}',
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=10)
+        assert err.value.code == 401
 
 
 def test_codec_server_decodes_what_the_demo_encrypts(
