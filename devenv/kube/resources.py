@@ -165,9 +165,23 @@ def type_from_crd(crd: dict[str, Any]) -> ResourceType:
             )
         )
     if not causes:
-        # Compile every CEL rule now: a CRD with a rule that does not compile is rejected, as upstream does.
+        # Compile every pattern and CEL rule now: a CRD with one that does not compile is rejected.
         from .cel import compile_errors
+        from .regex import PatternError, compile_re2
+        from .schema import patterns
 
+        for i, v in enumerate(versions):
+            for path, pattern in patterns(v.schema or {}):
+                try:
+                    compile_re2(pattern)
+                except PatternError as exc:
+                    causes.append(
+                        Cause(
+                            "FieldValueInvalid",
+                            f'Invalid value: "{pattern}": must be a valid regular expression, but isn\'t: {exc}',
+                            f"spec.versions[{i}].schema.openAPIV3Schema{path}",
+                        )
+                    )
         for i, v in enumerate(versions):
             for path, msg in compile_errors(v.schema or {}):
                 causes.append(

@@ -7,11 +7,11 @@ Order as in the real apiserver: prune unknown fields, apply defaults, validate t
 from __future__ import annotations
 
 import copy
-import re
-from functools import lru_cache
+import json
 from typing import Any
 
 from .errors import Cause
+from .regex import compile_re2
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 INT_OR_STRING = "x-kubernetes-int-or-string"
@@ -37,7 +37,7 @@ def type_name(value: Any) -> str:
 def show(value: Any) -> str:
     """How apimachinery prints a value inside "Invalid value: …"."""
     if isinstance(value, str):
-        return f'"{value}"'
+        return json.dumps(value, ensure_ascii=False)  # Go's %q: quotes, with \n and friends escaped
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -109,9 +109,25 @@ def apply_defaults(value: Any, schema: dict[str, Any]) -> Any:
 
 
 # -------------------------------------------------------------------------------------------- validation
-@lru_cache(maxsize=512)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+# float64 integers JSON can carry exactly (kube-openapi's IsFloat64AJSONInteger): an integer beyond int64
+# is decoded as a float64 by the apiserver, and then is no longer an "integer".
+_MAX_JSON_INTEGER_FLOAT = 2**53 - 1
+
+
+def patterns(schema: Any, path: str = "") -> list[tuple[str, str]]:
+    """(path, pattern) of every `pattern` in a schema, for checking them when a CRD is created."""
+    found: list[tuple[str, str]] = []
+    if isinstance(schema, dict):
+        if isinstance(schema.get("pattern"), str):
+            found.append((f"{path}.pattern", schema["pattern"]))
+        for key, sub in (schema.get("properties") or {}).items():
+            found += patterns(sub, f"{path}.properties[{key}]")
+        for key in ("items", "additionalProperties", "not"):
+            found += patterns(schema.get(key), f"{path}.{key}")
+        for key in ("allOf", "anyOf", "oneOf"):
+            for i, sub in enumerate(schema.get(key) or []):
+                found += patterns(sub, f"{path}.{key}[{i}]")
+    return found
 
 
 def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
@@ -125,8 +141,8 @@ def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
     actual = type_name(value)
     if expected == "number":
         return actual in ("integer", "number")
-    if expected == "integer" and isinstance(value, float) and value.is_integer():
-        return True
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer() and abs(value) <= _MAX_JSON_INTEGER_FLOAT
     return actual == expected
 
 
@@ -215,7 +231,7 @@ def _validate_string(value: str, schema: dict[str, Any], where: str, field: str,
                 field,
             )
         )
-    if "pattern" in schema and not _regex(schema["pattern"]).search(value):
+    if "pattern" in schema and not compile_re2(schema["pattern"]).search(value):
         causes.append(
             Cause(
                 "FieldValueInvalid",

@@ -28,14 +28,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulato
         yield running
 
 
-def kubectl(cluster: RunningEmulator, *args: str, timeout: float = 30) -> str:
-    result = subprocess.run(
+def run_kubectl(
+    cluster: RunningEmulator, *args: str, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [KUBECTL, *args],
         env={**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir},
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def kubectl(cluster: RunningEmulator, *args: str, timeout: float = 30) -> str:
+    result = run_kubectl(cluster, *args, timeout=timeout)
     assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
     return result.stdout
 
@@ -87,13 +93,7 @@ def test_apply_rejects_unknown_fields_server_side(cluster: RunningEmulator, tmp_
     bad.write_text(
         "apiVersion: keystone.osh.openstack.org/v1alpha1\nkind: Project\nmetadata: {name: typo}\nspec: {name: x, nmae: y}\n"
     )
-    result = subprocess.run(
-        [KUBECTL, "apply", "-f", str(bad)],
-        env={**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": cluster.kubectl_cache_dir},
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = run_kubectl(cluster, "apply", "-f", str(bad))
     assert result.returncode != 0 and 'unknown field "spec.nmae"' in result.stderr
 
 
