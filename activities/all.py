@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from osprov.activities import cinder, keystone, kube, neutron, nova, octavia
+from osprov.activities import cinder, keystone, kube, neutron, nova, octavia, ownership
 
-KEYSTONE: list[Any] = [
-    keystone.find,
-    keystone.create,
-    keystone.update,
-    keystone.delete,
-    keystone.check_grant,
-    keystone.put_grant,
-    keystone.revoke_grant,
-    keystone.probe_password,
-    keystone.set_password,
+ACTIVITIES: list[Any] = [
+    *kube.ACTIVITIES,
+    *keystone.KEYSTONE_ACTIVITIES,
+    *ownership.ACTIVITIES,
+    *nova.ACTIVITIES,
+    *cinder.ACTIVITIES,
+    *octavia.ACTIVITIES,
+    *neutron.ACTIVITIES,
 ]
-ACTIVITIES: list[Any] = [*kube.ACTIVITIES, *KEYSTONE, *nova.ACTIVITIES, *cinder.ACTIVITIES]
-ACTIVITIES += [*octavia.ACTIVITIES, *neutron.ACTIVITIES]  # LoadBalancer

@@ -17,10 +17,10 @@ import openstack.connection
 import openstack.exceptions
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
-from temporalio import activity
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
+from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, consistency, error, not_found
 from osprov.api.cinder_io import (
     CREATE_VOLUME,
@@ -126,7 +126,7 @@ def _find_exact(conn: openstack.connection.Connection, name: str) -> list[Volume
     return sorted((_to_volume(r) for r in matches), key=lambda v: v.id)
 
 
-@activity.defn(name=FIND_VOLUMES)
+@implements(FIND_VOLUMES)
 def find_volumes(request: FindVolumes) -> VolumeLookup:
     """Every volume of the project named exactly `name`; project_found=False if the project does not exist."""
     with openstack_errors(f"find volume {request.name} in {_describe(request.scope)}", service="Cinder"):
@@ -157,7 +157,7 @@ def _create(conn: openstack.connection.Connection, request: CreateVolume) -> Vol
     return _to_volume(created)
 
 
-@activity.defn(name=CREATE_VOLUME)
+@implements(CREATE_VOLUME)
 def create_volume(request: CreateVolume) -> Volume:
     """Create-if-absent: an existing exact-name volume is returned instead of creating a second one."""
     with openstack_errors(f"create volume {request.name} in {_describe(request.scope)}", service="Cinder"):
@@ -179,7 +179,7 @@ def _update_metadata(conn: openstack.connection.Connection, request: UpdateMetad
     return bool(changed or stale)
 
 
-@activity.defn(name=UPDATE_METADATA)
+@implements(UPDATE_METADATA)
 def update_metadata(request: UpdateMetadata) -> bool:
     """Set the osprov metadata keys that differ and remove dropped tags; True if anything changed."""
     with openstack_errors(f"update metadata of volume {request.id}", service="Cinder"):
@@ -204,7 +204,7 @@ def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResu
     return DeleteResult(outcome="accepted")
 
 
-@activity.defn(name=DELETE_VOLUME)
+@implements(DELETE_VOLUME)
 def delete_volume(request: DeleteVolume) -> DeleteResult:
     """Delete by ID: "accepted" (Cinder deletes asynchronously) or "absent" (already gone, or no project)."""
     with openstack_errors(f"delete volume {request.id} in {_describe(request.scope)}", service="Cinder"):

@@ -18,10 +18,10 @@ import requests
 from keystoneauth1 import exceptions as ksa_exceptions
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
-from temporalio import activity
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
+from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, invalid
 from osprov.api.keystone_io import (
     CHECK_GRANT,
@@ -119,14 +119,14 @@ def _find(conn: openstack.connection.Connection, find: Find) -> list[KeystoneObj
     return sorted(matches, key=lambda obj: obj.id)
 
 
-@activity.defn(name=FIND)
+@implements(FIND)
 def find(request: Find) -> list[KeystoneObject]:
     """All objects matching every filter exactly, sorted by ID (empty list when none)."""
     with openstack_errors(f"find {_describe(request)}"):
         return _find(cloud.admin_connection(), request)
 
 
-@activity.defn(name=CREATE)
+@implements(CREATE)
 def create(request: Create) -> KeystoneObject:
     """Create-if-absent: an existing exact match (lowest ID) is returned instead of creating another."""
     _check_fields(request.kind, request.fields, creating=True)
@@ -158,7 +158,7 @@ def _conflict_without_match(what: str, exc: openstack.exceptions.HttpException) 
     )
 
 
-@activity.defn(name=UPDATE)
+@implements(UPDATE)
 def update(request: Update) -> KeystoneObject:
     """PATCH only the given fields; the object keeps its ID."""
     _check_fields(request.kind, request.fields, creating=False)
@@ -169,7 +169,7 @@ def update(request: Update) -> KeystoneObject:
         )
 
 
-@activity.defn(name=DELETE)
+@implements(DELETE)
 def delete(request: Delete) -> bool:
     """Delete by ID. True if deleted now, False if it was already gone."""
     with openstack_errors(f"delete {request.kind} {request.id}"):
@@ -213,7 +213,7 @@ def _describe_grant(grant: Grant) -> str:
 # request methods with an explicit path and the status mapped here.
 
 
-@activity.defn(name=CHECK_GRANT)
+@implements(CHECK_GRANT)
 def check_grant(request: Grant) -> bool:
     """True if the grant exists. False also when the role, subject or scope does not exist."""
     with openstack_errors(f"check grant of {_describe_grant(request)}"):
@@ -224,14 +224,14 @@ def check_grant(request: Grant) -> bool:
         return True
 
 
-@activity.defn(name=PUT_GRANT)
+@implements(PUT_GRANT)
 def put_grant(request: Grant) -> None:
     """Grant the role (PUT is idempotent)."""
     with openstack_errors(f"grant {_describe_grant(request)}"):
         _raise_for_status(cloud.admin_connection().identity.put(_grant_path(request)))
 
 
-@activity.defn(name=REVOKE_GRANT)
+@implements(REVOKE_GRANT)
 def revoke_grant(request: Grant) -> bool:
     """Revoke the grant. True if revoked now, False if it was not there."""
     with openstack_errors(f"revoke {_describe_grant(request)}"):
@@ -255,7 +255,7 @@ def _read_password(secret: SecretRef) -> str:
     return value
 
 
-@activity.defn(name=PROBE_PASSWORD)
+@implements(PROBE_PASSWORD)
 def probe_password(request: Probe) -> ProbeResult:
     """Authenticate as the user with the Secret's password: "valid", or "unauthorized" on HTTP 401 only.
 
@@ -284,7 +284,7 @@ def probe_password(request: Probe) -> ProbeResult:
     return ProbeResult(outcome="valid")
 
 
-@activity.defn(name=SET_PASSWORD)
+@implements(SET_PASSWORD)
 def set_password(request: SetPassword) -> None:
     """PATCH the user's password to the Secret's value (Keystone then revokes the user's tokens)."""
     password = _read_password(request.secret)

@@ -11,10 +11,10 @@ from typing import Any
 
 import openstack.connection
 import openstack.exceptions
-from temporalio import activity
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
+from osprov.activities.contract import implements
 from osprov.activities.errors import invalid
 from osprov.api import octavia_io as io
 
@@ -47,14 +47,14 @@ def _external_network_id(conn: openstack.connection.Connection) -> str:
     return str(external[0].id)
 
 
-@activity.defn(name=io.FIND_FLOATING_IPS)
+@implements(io.FIND_FLOATING_IPS)
 def find_floating_ips(req: io.FindFloatingIps) -> list[io.FloatingIpView]:
     """Floating IPs associated with the port, sorted by ID."""
     with openstack_errors(f"find floating IPs of port {req.port_id}", service=SERVICE):
         return _on_port(cloud.project_connection(req.scope.project, req.scope.domain), req.port_id)
 
 
-@activity.defn(name=io.CREATE_FLOATING_IP)
+@implements(io.CREATE_FLOATING_IP)
 def create_floating_ip(req: io.CreateFloatingIp) -> io.FloatingIpView:
     """Create-if-absent: a floating IP already on the port is returned instead of allocating another."""
     with openstack_errors(f"create floating IP on port {req.port_id}", service=SERVICE):
@@ -66,7 +66,7 @@ def create_floating_ip(req: io.CreateFloatingIp) -> io.FloatingIpView:
         return _view(created)
 
 
-@activity.defn(name=io.DELETE_FLOATING_IP)
+@implements(io.DELETE_FLOATING_IP)
 def delete_floating_ip(req: io.DeleteFloatingIp) -> bool:
     """Delete by ID: True if deleted now, False if it was already gone (404 = success)."""
     with openstack_errors(f"delete floating IP {req.id}", service=SERVICE):

@@ -16,9 +16,9 @@ import openstack.exceptions
 import requests
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
-from temporalio import activity
 
 from osprov.activities.cloud import openstack_errors, project_connection
+from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, consistency, error, not_found
 from osprov.activities.kube import api_client
 from osprov.api.errors import UNKNOWN_OUTCOME
@@ -88,14 +88,14 @@ def _find(conn: openstack.connection.Connection, name: str) -> list[ServerRead]:
     return sorted(found, key=lambda s: s.id)
 
 
-@activity.defn(name=FIND_SERVER)
+@implements(FIND_SERVER)
 def find_server(req: FindServer) -> list[ServerRead]:
     """Every server of the project named exactly req.name (lowest ID first)."""
     with openstack_errors(f"find server {req.name}", service="Nova"):
         return _find(_conn(req.project), req.name)
 
 
-@activity.defn(name=GET_SERVER)
+@implements(GET_SERVER)
 def get_server(req: ServerId) -> ServerLookup:
     """A fresh GET /servers/{id}; server=None when it is gone."""
     with openstack_errors(f"read server {req.server_id}", service="Nova"):
@@ -105,7 +105,7 @@ def get_server(req: ServerId) -> ServerLookup:
         return ServerLookup(server=_read(_checked(resp).json()["server"]))
 
 
-@activity.defn(name=CREATE_SERVER)
+@implements(CREATE_SERVER)
 def create_server(req: CreateServer) -> ServerRead:
     """Create-if-absent: a retried create after a worker crash adopts the first attempt's server."""
     with openstack_errors(f"create server {req.name}", service="Nova"):
@@ -138,7 +138,7 @@ def create_server(req: CreateServer) -> ServerRead:
         return _read(got.json()["server"])
 
 
-@activity.defn(name=DELETE_SERVER)
+@implements(DELETE_SERVER)
 def delete_server(req: ServerId) -> bool:
     """DELETE /servers/{id}; False when it was already gone. The workflow waits for absence."""
     with openstack_errors(f"delete server {req.server_id}", service="Nova"):
@@ -149,7 +149,7 @@ def delete_server(req: ServerId) -> bool:
         return True
 
 
-@activity.defn(name=SET_METADATA)
+@implements(SET_METADATA)
 def set_metadata(req: SetMetadata) -> None:
     """POST /servers/{id}/metadata: merges the given keys (system keys come last in the dict)."""
     with openstack_errors(f"set metadata of server {req.server_id}", service="Nova"):
@@ -162,7 +162,7 @@ def set_metadata(req: SetMetadata) -> None:
         )
 
 
-@activity.defn(name=REBUILD)
+@implements(REBUILD)
 def rebuild(req: Rebuild) -> None:
     """The single destructive call: only imageRef (Nova keeps the keypair and create-time user data).
 
@@ -229,7 +229,7 @@ def _attachment_on(volume: Any, server_id: str | None = None) -> list[dict[str, 
     return [a for a in rows if server_id is None or a.get("server_id") == server_id]
 
 
-@activity.defn(name=ATTACH_VOLUME)
+@implements(ATTACH_VOLUME)
 def attach_volume(req: VolumeAttachment) -> AttachResult:
     """Attach (no multi-attach): already attached here = success without a Nova call."""
     action = f"attach Volume {req.volume} to server {req.server_id}"
@@ -258,7 +258,7 @@ def attach_volume(req: VolumeAttachment) -> AttachResult:
         return AttachResult(device=_checked(resp).json()["volumeAttachment"].get("device"))
 
 
-@activity.defn(name=DETACH_VOLUME)
+@implements(DETACH_VOLUME)
 def detach_volume(req: VolumeAttachment) -> None:
     """Detach: missing server, volume or attachment (or Nova 404) means detached already holds."""
     action = f"detach Volume {req.volume} from server {req.server_id}"

@@ -12,10 +12,10 @@ from typing import Any
 
 import openstack.exceptions
 from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
-from temporalio import activity
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
+from osprov.activities.contract import implements
 from osprov.api import octavia_io as io
 
 SERVICE = "Octavia"
@@ -82,14 +82,14 @@ def _find_lbs(proxy: LoadBalancerProxy, name: str) -> list[io.LoadBalancerView]:
     return sorted((v for v in found if v.provisioning_status != "DELETED"), key=lambda v: v.id)
 
 
-@activity.defn(name=io.FIND_LOAD_BALANCER)
+@implements(io.FIND_LOAD_BALANCER)
 def find_load_balancer(req: io.FindLoadBalancer) -> list[io.LoadBalancerView]:
     """Every load balancer named exactly req.name (DELETED ones excluded), sorted by ID."""
     with openstack_errors(f"find load balancer {req.name}", service=SERVICE):
         return _find_lbs(_lb(req.scope), req.name)
 
 
-@activity.defn(name=io.CREATE_LOAD_BALANCER)
+@implements(io.CREATE_LOAD_BALANCER)
 def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
     """Create-if-absent by exact name: an existing one is returned as it is."""
     with openstack_errors(f"create load balancer {req.name}", service=SERVICE):
@@ -114,7 +114,7 @@ def _adoptable(items: Any, name: str) -> Any | None:
     return min((r for r in items if r.name == name), key=lambda r: r.id, default=None)
 
 
-@activity.defn(name=io.LIST_LISTENERS)
+@implements(io.LIST_LISTENERS)
 def list_listeners(req: io.ListChildren) -> list[io.ListenerView]:
     """Listeners of the load balancer whose names start with req.prefix."""
     with openstack_errors(f"list listeners of load balancer {req.load_balancer_id}", service=SERVICE):
@@ -128,7 +128,7 @@ def _listener_timeouts(client: int | None, member: int | None) -> dict[str, int]
     }
 
 
-@activity.defn(name=io.CREATE_LISTENER)
+@implements(io.CREATE_LISTENER)
 def create_listener(req: io.CreateListener) -> io.ListenerView:
     """Create-if-absent by exact name on this load balancer."""
     with openstack_errors(f"create listener {req.name}", service=SERVICE):
@@ -148,7 +148,7 @@ def create_listener(req: io.CreateListener) -> io.ListenerView:
         return _listener_view(created)
 
 
-@activity.defn(name=io.UPDATE_LISTENER)
+@implements(io.UPDATE_LISTENER)
 def update_listener(req: io.UpdateListener) -> io.ListenerView:
     """One PUT of the given fields; the listener keeps its ID."""
     attrs: dict[str, Any] = _listener_timeouts(req.timeout_client_data, req.timeout_member_data)
@@ -160,14 +160,14 @@ def update_listener(req: io.UpdateListener) -> io.ListenerView:
         return _listener_view(_lb(req.scope).update_listener(req.id, **attrs))
 
 
-@activity.defn(name=io.LIST_POOLS)
+@implements(io.LIST_POOLS)
 def list_pools(req: io.ListChildren) -> list[io.PoolView]:
     with openstack_errors(f"list pools of load balancer {req.load_balancer_id}", service=SERVICE):
         items = _lb(req.scope).pools(loadbalancer_id=req.load_balancer_id)
         return [_pool_view(r) for r in _children(items, req.prefix)]
 
 
-@activity.defn(name=io.CREATE_POOL)
+@implements(io.CREATE_POOL)
 def create_pool(req: io.CreatePool) -> io.PoolView:
     """Create-if-absent by exact name on this load balancer."""
     with openstack_errors(f"create pool {req.name}", service=SERVICE):
@@ -184,13 +184,13 @@ def create_pool(req: io.CreatePool) -> io.PoolView:
         return _pool_view(created)
 
 
-@activity.defn(name=io.UPDATE_POOL)
+@implements(io.UPDATE_POOL)
 def update_pool(req: io.UpdatePool) -> io.PoolView:
     with openstack_errors(f"update pool {req.id}", service=SERVICE):
         return _pool_view(_lb(req.scope).update_pool(req.id, lb_algorithm=req.lb_algorithm))
 
 
-@activity.defn(name=io.LIST_MEMBERS)
+@implements(io.LIST_MEMBERS)
 def list_members(req: io.PoolRef) -> list[io.MemberView]:
     with openstack_errors(f"list members of pool {req.pool_id}", service=SERVICE):
         return sorted(
@@ -207,7 +207,7 @@ def list_members(req: io.PoolRef) -> list[io.MemberView]:
         )
 
 
-@activity.defn(name=io.REPLACE_MEMBERS)
+@implements(io.REPLACE_MEMBERS)
 def replace_members(req: io.ReplaceMembers) -> None:
     """Octavia's batch member update (PUT /lbaas/pools/{id}/members): one call, one PENDING_UPDATE.
 
@@ -221,14 +221,14 @@ def replace_members(req: io.ReplaceMembers) -> None:
         openstack.exceptions.raise_from_response(response)
 
 
-@activity.defn(name=io.LIST_MONITORS)
+@implements(io.LIST_MONITORS)
 def list_monitors(req: io.ListChildren) -> list[io.MonitorView]:
     """Health monitors of the project whose names start with req.prefix (names carry the LB's UID)."""
     with openstack_errors(f"list health monitors {req.prefix}*", service=SERVICE):
         return [_monitor_view(r) for r in _children(_lb(req.scope).health_monitors(), req.prefix)]
 
 
-@activity.defn(name=io.CREATE_MONITOR)
+@implements(io.CREATE_MONITOR)
 def create_monitor(req: io.CreateMonitor) -> io.MonitorView:
     """Create-if-absent by exact name."""
     with openstack_errors(f"create health monitor {req.name}", service=SERVICE):
@@ -248,7 +248,7 @@ def create_monitor(req: io.CreateMonitor) -> io.MonitorView:
         return _monitor_view(created)
 
 
-@activity.defn(name=io.UPDATE_MONITOR)
+@implements(io.UPDATE_MONITOR)
 def update_monitor(req: io.UpdateMonitor) -> io.MonitorView:
     with openstack_errors(f"update health monitor {req.id}", service=SERVICE):
         updated = _lb(req.scope).update_health_monitor(
@@ -261,7 +261,7 @@ def update_monitor(req: io.UpdateMonitor) -> io.MonitorView:
         return _monitor_view(updated)
 
 
-@activity.defn(name=io.DELETE)
+@implements(io.DELETE)
 def delete(req: io.DeleteObject) -> bool:
     """Delete by ID (cascade for a load balancer). True if deleted now, False if already gone."""
     with openstack_errors(f"delete {req.kind} {req.id}", service=SERVICE):

@@ -9,14 +9,13 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field
 
 from osprov.api.common import CloudSpec, CloudStatus
+from osprov.api.limits import Tags, immutable_if_set
 
 CINDER_GROUP = "cinder.osh.openstack.org"
+# Cinder's largest volume size (cinder/api/validation/parameter_types.py `volume_size`: DB_MAX_INT).
+MAX_SIZE_GIB = 0x7FFFFFFF
 
 SIZE_IMMUTABLE_MESSAGE = "spec.size cannot change: resizing a volume is not supported; create a new Volume"
-CLASS_IMMUTABLE_RULE = (
-    "has(self.volumeClassID) == has(oldSelf.volumeClassID) && "
-    "(!has(self.volumeClassID) || self.volumeClassID == oldSelf.volumeClassID)"
-)
 CLASS_IMMUTABLE_MESSAGE = (
     "spec.volumeClassID cannot change: retyping a volume is not supported; create a new Volume"
 )
@@ -28,13 +27,14 @@ class VolumeSpec(CloudSpec):
     # Spec level, so adding or removing volumeClassID is caught as well as changing it.
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [{"rule": CLASS_IMMUTABLE_RULE, "message": CLASS_IMMUTABLE_MESSAGE}]
+            "x-kubernetes-validations": [immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE)]
         }
     )
 
     size: int = Field(
         ge=1,
-        description="Size in whole GiB (at least 1). Immutable.",
+        le=MAX_SIZE_GIB,
+        description=f"Size in whole GiB (1 to {MAX_SIZE_GIB}). Immutable.",
         json_schema_extra={
             "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": SIZE_IMMUTABLE_MESSAGE}]
         },
@@ -46,11 +46,11 @@ class VolumeSpec(CloudSpec):
         max_length=255,
         description="Volume class: the ID of the Cinder volume type. Unset: Cinder's default type. Immutable.",
     )
-    tags: dict[str, str] = Field(
+    tags: Tags = Field(
         default_factory=dict,
-        description="User tags, written to Cinder metadata under a namespaced prefix; the controller's own "
+        description="User tags (at most 32; keys of at most 244 letters, digits, spaces or - _ : .; values of at "
+        "most 255 characters), written to Cinder metadata under a namespaced prefix; the controller's own "
         "linkage keys are written last, so a tag can never override them.",
-        json_schema_extra={"maxProperties": 32},
     )
 
 

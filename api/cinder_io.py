@@ -10,11 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Activity names (workflows call these strings; activities/cinder.py registers them).
-FIND_VOLUMES = "cinder.find_volumes"
-CREATE_VOLUME = "cinder.create_volume"
-DELETE_VOLUME = "cinder.delete_volume"
-UPDATE_METADATA = "cinder.update_metadata"
+from osprov.api.activity import Activity
 
 # Metadata, the same convention as the Server kind (api/nova_io.py): user tags under "osprov.tag.", the
 # controller's linkage keys under "osprov." and written last, so no tag can ever override one. Characters are
@@ -143,3 +139,12 @@ DeleteOutcome = Literal["accepted", "absent"]
 
 class DeleteResult(_Model):
     outcome: DeleteOutcome
+
+
+# --- activities: the typed contracts (osprov.api.activity) -----------------------------------------
+FIND_VOLUMES: Activity[FindVolumes, VolumeLookup] = Activity("cinder.find_volumes", FindVolumes, VolumeLookup)
+CREATE_VOLUME: Activity[CreateVolume, Volume] = Activity("cinder.create_volume", CreateVolume, Volume)
+UPDATE_METADATA: Activity[UpdateMetadata, bool] = Activity("cinder.update_metadata", UpdateMetadata, bool)
+DELETE_VOLUME: Activity[DeleteVolume, DeleteResult] = Activity(
+    "cinder.delete_volume", DeleteVolume, DeleteResult
+)

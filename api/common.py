@@ -11,8 +11,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator
 from pydantic.alias_generators import to_camel
+
+from osprov.api.limits import ShortKeystoneName
 
 # --- durations -------------------------------------------------------------------------------------------
 
@@ -151,6 +153,19 @@ class KeystoneRef(CamelModel):
     )
 
 
+def serves(keystone_ref_name: str, controller_keystone: str) -> bool:
+    """Whether a controller serving Keystone deployment `controller_keystone` serves a resource whose
+    spec.keystoneRef.name is `keystone_ref_name`: unset or empty means "the controller's own". The one rule,
+    used by the bridge (on raw objects) and by every kind's workflow (on parsed specs)."""
+    return keystone_ref_name in ("", controller_keystone)
+
+
+def raw_keystone_ref_name(spec: dict[str, Any]) -> str:
+    """spec.keystoneRef.name of a resource as the API returns it ("" when unset)."""
+    ref = spec.get("keystoneRef") or {}
+    return str(ref.get("name") or "") if isinstance(ref, dict) else ""
+
+
 class CommonSpec(CamelModel):
     """Fields every kind has."""
 
@@ -187,23 +202,15 @@ class CommonSpec(CamelModel):
         return self.keystone_ref.name if self.keystone_ref else ""
 
 
-# Keystone caps names at 255 characters (64 for domains, projects and groups; Keystone reports those).
-KeystoneName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
-
-
 class DomainName(CamelModel):
-    name: KeystoneName = Field(description="Keystone name of the domain.")
+    name: ShortKeystoneName = Field(description="Keystone name of the domain (at most 64 characters).")
 
 
-class DomainScopedName(CamelModel):
-    """A Keystone object named within a domain (user, group, project)."""
-
-    name: KeystoneName = Field(description="Keystone name.")
-    domain: KeystoneName = Field(description="Keystone name of its domain, e.g. Default.")
-
-
-class ProjectRef(DomainScopedName):
+class ProjectRef(CamelModel):
     """A Keystone project by name and domain name."""
+
+    name: ShortKeystoneName = Field(description="Keystone name of the project (at most 64 characters).")
+    domain: ShortKeystoneName = Field(description="Keystone name of its domain, e.g. Default.")
 
 
 # --- cloud kinds (Volume, LoadBalancer, Server) ---------------------------------------------------------

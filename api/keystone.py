@@ -8,7 +8,7 @@ messages, so a model built in Python fails the same way `kubectl apply` would.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -17,13 +17,30 @@ from osprov.api.common import (
     CommonSpec,
     Condition,
     DomainName,
-    DomainScopedName,
-    KeystoneName,
     ProjectRef,
     StatusModel,
 )
+from osprov.api.limits import (
+    Description,
+    Email,
+    EndpointUrl,
+    KeystoneName,
+    RegionId,
+    ServiceType,
+    ShortKeystoneName,
+    immutable,
+    immutable_if_set,
+    keystone_immutable,
+)
 
 KEYSTONE_GROUP = "keystone.osh.openstack.org"
+
+# The identifying fields of every kind never change (issue 12): a rename would re-target the resource onto
+# another, possibly pre-existing, Keystone object and orphan the one it made. Optional ones are checked at the
+# spec level (a rule on the field itself would not see it added or removed).
+ImmutableName = Annotated[KeystoneName, immutable(keystone_immutable("name"))]
+ImmutableShortName = Annotated[ShortKeystoneName, immutable(keystone_immutable("name"))]
+ImmutableDomain = Annotated[ShortKeystoneName, immutable(keystone_immutable("domain"))]
 
 
 # --- Domain, Project, Role, Group, Service --------------------------------------------------------------
@@ -32,44 +49,62 @@ KEYSTONE_GROUP = "keystone.osh.openstack.org"
 class DomainSpec(CommonSpec):
     """A Keystone domain."""
 
-    name: KeystoneName = Field(description="Keystone name of the domain.")
-    description: str | None = Field(default=None, description="Domain description; drift is patched.")
+    name: ImmutableShortName = Field(
+        description="Keystone name of the domain (at most 64 characters). Immutable."
+    )
+    description: Description | None = Field(default=None, description="Domain description; drift is patched.")
     enabled: bool = Field(default=True, description="Whether the domain is enabled.")
 
 
 class ProjectSpec(CommonSpec):
     """A Keystone project within a domain."""
 
-    name: KeystoneName = Field(description="Keystone name of the project.")
-    domain: KeystoneName = Field(description="Keystone name of the project's domain.")
-    description: str | None = Field(default=None, description="Project description; drift is patched.")
+    name: ImmutableShortName = Field(
+        description="Keystone name of the project (at most 64 characters). Immutable."
+    )
+    domain: ImmutableDomain = Field(description="Keystone name of the project's domain. Immutable.")
+    description: Description | None = Field(
+        default=None, description="Project description; drift is patched."
+    )
     enabled: bool = Field(default=True, description="Whether the project is enabled.")
 
 
 class RoleSpec(CommonSpec):
     """A Keystone role, global or domain-specific."""
 
-    name: KeystoneName = Field(description="Keystone name of the role.")
-    domain: KeystoneName | None = Field(
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [immutable_if_set("domain", keystone_immutable("domain"))]
+        }
+    )
+
+    name: ImmutableName = Field(description="Keystone name of the role. Immutable.")
+    domain: ShortKeystoneName | None = Field(
         default=None,
-        description="Keystone name of the domain for a domain-specific role; unset: a global role.",
+        description="Keystone name of the domain for a domain-specific role; unset: a global role. Immutable.",
     )
 
 
 class GroupSpec(CommonSpec):
     """A Keystone group (for federated deployments; membership comes from a mapping, not from here)."""
 
-    name: KeystoneName = Field(description="Keystone name of the group.")
-    domain: KeystoneName = Field(description="Keystone name of the group's domain.")
-    description: str | None = Field(default=None, description="Group description; drift is patched.")
+    name: ImmutableShortName = Field(
+        description="Keystone name of the group (at most 64 characters). Immutable."
+    )
+    domain: ImmutableDomain = Field(description="Keystone name of the group's domain. Immutable.")
+    description: Description | None = Field(default=None, description="Group description; drift is patched.")
 
 
 class ServiceSpec(CommonSpec):
     """A service catalog entry, identified in Keystone by name and type together."""
 
-    name: KeystoneName = Field(description="Keystone name of the service.")
-    type: KeystoneName = Field(description="Service type, e.g. volumev3.")
-    description: str | None = Field(default=None, description="Service description; drift is patched.")
+    name: ImmutableName = Field(description="Keystone name of the service. Immutable.")
+    type: Annotated[ServiceType, immutable(keystone_immutable("type"))] = Field(
+        description="Service type, e.g. volumev3 (lowercase letters, digits, - and _). Immutable."
+    )
+    description: Description | None = Field(
+        default=None, description="Service description; drift is patched."
+    )
     enabled: bool = Field(default=True, description="Whether the service is enabled.")
 
 
@@ -93,11 +128,11 @@ class SecretKeyRef(CamelModel):
 class UserSpec(CommonSpec):
     """A Keystone user; its password is read from a Secret and never stored in the resource."""
 
-    name: KeystoneName = Field(description="Keystone name of the user.")
-    domain: KeystoneName = Field(description="Keystone name of the user's domain.")
-    description: str | None = Field(default=None, description="User description; drift is patched.")
+    name: ImmutableName = Field(description="Keystone name of the user. Immutable.")
+    domain: ImmutableDomain = Field(description="Keystone name of the user's domain. Immutable.")
+    description: Description | None = Field(default=None, description="User description; drift is patched.")
     enabled: bool = Field(default=True, description="Whether the user is enabled.")
-    email: str | None = Field(default=None, description="Email address stored on the Keystone user.")
+    email: Email | None = Field(default=None, description="Email address stored on the Keystone user.")
     default_project: ProjectRef | None = Field(default=None, description="The user's default project.")
     password_secret: SecretKeyRef = Field(
         description="Secret and key holding the password. Written to Keystone only when authenticating with "
@@ -113,13 +148,32 @@ SCOPE_ONE_OF_RULE = (
     "(has(self.project) ? 1 : 0) + (has(self.domain) ? 1 : 0) + (has(self.system) ? 1 : 0) == 1"
 )
 SCOPE_ONE_OF_MESSAGE = "set exactly one scope: spec.project, spec.domain or spec.system"
+# A grant is identified by its role, subject and scope: none of them moves (issue 12).
+GRANT_IMMUTABLE_RULES = [
+    immutable_if_set(field, keystone_immutable(field))
+    for field in ("user", "group", "project", "domain", "system")
+]
 
 
 class RoleRef(CamelModel):
     name: KeystoneName = Field(description="Keystone name of the role.")
-    domain: KeystoneName | None = Field(
+    domain: ShortKeystoneName | None = Field(
         default=None, description="Keystone name of the role's domain for a domain-specific role."
     )
+
+
+class UserRef(CamelModel):
+    """A Keystone user by name and domain name."""
+
+    name: KeystoneName = Field(description="Keystone name of the user.")
+    domain: ShortKeystoneName = Field(description="Keystone name of the user's domain.")
+
+
+class GroupRef(CamelModel):
+    """A Keystone group by name and domain name."""
+
+    name: ShortKeystoneName = Field(description="Keystone name of the group (at most 64 characters).")
+    domain: ShortKeystoneName = Field(description="Keystone name of the group's domain.")
 
 
 class RoleAssignmentSpec(CommonSpec):
@@ -130,19 +184,27 @@ class RoleAssignmentSpec(CommonSpec):
             "x-kubernetes-validations": [
                 {"rule": SUBJECT_ONE_OF_RULE, "message": SUBJECT_ONE_OF_MESSAGE},
                 {"rule": SCOPE_ONE_OF_RULE, "message": SCOPE_ONE_OF_MESSAGE},
+                *GRANT_IMMUTABLE_RULES,
             ]
         }
     )
 
-    role: RoleRef = Field(description="The role to grant.")
-    user: DomainScopedName | None = Field(default=None, description="Subject: a user by name and domain.")
-    group: DomainScopedName | None = Field(default=None, description="Subject: a group by name and domain.")
-    project: ProjectRef | None = Field(default=None, description="Scope: a project by name and domain.")
-    domain: DomainName | None = Field(default=None, description="Scope: a domain by name.")
+    role: Annotated[RoleRef, immutable(keystone_immutable("role"))] = Field(
+        description="The role to grant. Immutable."
+    )
+    user: UserRef | None = Field(default=None, description="Subject: a user by name and domain. Immutable.")
+    group: GroupRef | None = Field(
+        default=None, description="Subject: a group by name and domain. Immutable."
+    )
+    project: ProjectRef | None = Field(
+        default=None, description="Scope: a project by name and domain. Immutable."
+    )
+    domain: DomainName | None = Field(default=None, description="Scope: a domain by name. Immutable.")
     system: Literal["all"] | None = Field(
         default=None,
         description='Scope: the whole deployment ("all"), granted with PUT /v3/system/{users|groups}/{id}/roles/'
-        "{role}. An extension beyond the openstack-helm spec, which lists system scope as a follow-up.",
+        "{role}. An extension beyond the openstack-helm spec, which lists system scope as a follow-up. "
+        "Immutable.",
     )
 
     @model_validator(mode="after")
@@ -167,29 +229,32 @@ URLS_KEYS_RULE = "self.all(k, k in ['admin', 'internal', 'public'])"
 URLS_KEYS_MESSAGE = "spec.urls keys must be admin, internal or public"
 URLS_NONEMPTY_RULE = "size(self) >= 1"
 URLS_NONEMPTY_MESSAGE = "spec.urls must set at least one of admin, internal or public"
-URL_PATTERN = r"^https?://[^\s]+$"
 
 
 class ServiceRef(CamelModel):
     name: KeystoneName = Field(description="Keystone name of the service.")
-    type: KeystoneName = Field(description="Type of the service, e.g. volumev3.")
+    type: ServiceType = Field(description="Type of the service, e.g. volumev3.")
 
 
 class EndpointSpec(CommonSpec):
     """The admin, internal and public URLs of one service (looked up by name and type) in one region."""
 
-    service: ServiceRef = Field(description="The service, found in Keystone by name and type together.")
-    region: str = Field(
-        min_length=1, max_length=255, description="Keystone region ID; created when missing, e.g. RegionOne."
+    service: Annotated[ServiceRef, immutable(keystone_immutable("service"))] = Field(
+        description="The service, found in Keystone by name and type together. Immutable."
     )
-    urls: dict[EndpointInterface, str] = Field(
-        description="URL per interface (admin, internal, public). An interface left out is not published.",
+    region: Annotated[RegionId, immutable(keystone_immutable("region"))] = Field(
+        description="Keystone region ID; created when missing, e.g. RegionOne. Letters, digits, '.', '_' and "
+        "'-' only, starting with a letter or digit: osprov looks regions up by ID in the URL path, so a '/' "
+        "would reach another Keystone API. Immutable."
+    )
+    urls: dict[EndpointInterface, EndpointUrl] = Field(
+        description="URL per interface (admin, internal, public): http or https, at most 225 characters "
+        "(Keystone's limit), no user:password@, no spaces or markup. An interface left out is not published.",
         json_schema_extra={
             "x-kubernetes-validations": [
                 {"rule": URLS_KEYS_RULE, "message": URLS_KEYS_MESSAGE},
                 {"rule": URLS_NONEMPTY_RULE, "message": URLS_NONEMPTY_MESSAGE},
             ],
-            "additionalProperties": {"type": "string", "pattern": URL_PATTERN},
             # Bounds the CEL cost estimate; above 3 so a typo next to all three interfaces still gets the
             # clear key-name message rather than a bare "too many properties".
             "maxProperties": 8,
@@ -200,9 +265,6 @@ class EndpointSpec(CommonSpec):
     def _urls(self) -> EndpointSpec:
         if not self.urls:
             raise ValueError(URLS_NONEMPTY_MESSAGE)
-        for interface, url in self.urls.items():
-            if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
-                raise ValueError(f"spec.urls.{interface.value} must be an http(s) URL without spaces")
         return self
 
 

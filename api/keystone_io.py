@@ -11,16 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Activity names (workflows call these strings; activities/keystone.py registers them).
-FIND = "keystone.find"
-CREATE = "keystone.create"
-UPDATE = "keystone.update"
-DELETE = "keystone.delete"
-CHECK_GRANT = "keystone.check_grant"
-PUT_GRANT = "keystone.put_grant"
-REVOKE_GRANT = "keystone.revoke_grant"
-PROBE_PASSWORD = "keystone.probe_password"
-SET_PASSWORD = "keystone.set_password"
+from osprov.api.activity import Activity
 
 KeystoneKind = Literal["domain", "project", "role", "group", "user", "service", "endpoint", "region"]
 
@@ -148,3 +139,15 @@ class ProbeResult(_Model):
 class SetPassword(_Model):
     user_id: str
     secret: SecretRef
+
+
+# --- activities: the typed contracts (osprov.api.activity) -----------------------------------------
+FIND: Activity[Find, list[KeystoneObject]] = Activity("keystone.find", Find, list[KeystoneObject])
+CREATE: Activity[Create, KeystoneObject] = Activity("keystone.create", Create, KeystoneObject)
+UPDATE: Activity[Update, KeystoneObject] = Activity("keystone.update", Update, KeystoneObject)
+DELETE: Activity[Delete, bool] = Activity("keystone.delete", Delete, bool)
+CHECK_GRANT: Activity[Grant, bool] = Activity("keystone.check_grant", Grant, bool)
+PUT_GRANT: Activity[Grant, None] = Activity("keystone.put_grant", Grant, type(None))
+REVOKE_GRANT: Activity[Grant, bool] = Activity("keystone.revoke_grant", Grant, bool)
+PROBE_PASSWORD: Activity[Probe, ProbeResult] = Activity("keystone.probe_password", Probe, ProbeResult)
+SET_PASSWORD: Activity[SetPassword, None] = Activity("keystone.set_password", SetPassword, type(None))

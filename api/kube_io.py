@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from osprov.api.activity import Activity
+
 
 class ObjectRef(BaseModel):
     """A custom resource pinned to its UID: writes to a recreated object of the same name fail."""
@@ -45,3 +47,14 @@ class SecretVersion(BaseModel):
     """A Secret key exists; only its version crosses into history, never the value or a hash of it."""
 
     resource_version: str
+
+
+# --- activities: the typed contracts (osprov.api.activity) -----------------------------------------
+PATCH_STATUS: Activity[PatchStatus, WriteResult] = Activity("kube.patch_status", PatchStatus, WriteResult)
+ADD_FINALIZER: Activity[FinalizerChange, WriteResult] = Activity(
+    "kube.add_finalizer", FinalizerChange, WriteResult
+)
+REMOVE_FINALIZER: Activity[FinalizerChange, WriteResult] = Activity(
+    "kube.remove_finalizer", FinalizerChange, WriteResult
+)
+CHECK_SECRET: Activity[SecretKey, SecretVersion] = Activity("kube.check_secret", SecretKey, SecretVersion)

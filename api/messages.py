@@ -7,9 +7,9 @@ value: a Secret is named (namespace/name) and versioned (resourceVersion), never
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 SIGNAL_RESOURCE_CHANGED = "resource_changed"
 SIGNAL_SECRET_CHANGED = "secret_changed"
@@ -35,6 +35,14 @@ class ResourceRef(BaseModel):
 def workflow_id(kind: str, namespace: str, name: str, uid: str) -> str:
     """`Kind/namespace/name/uid`: readable in the Web UI, unique per incarnation of the resource."""
     return f"{kind}/{namespace}/{name}/{uid}"
+
+
+def parse_workflow_id(value: str) -> ResourceRef | None:
+    """The resource a workflow ID built by `workflow_id` names (None: not a resource workflow's ID)."""
+    parts = value.split("/")
+    if len(parts) != 4 or not all(parts):
+        return None
+    return ResourceRef(kind=parts[0], namespace=parts[1], name=parts[2], uid=parts[3])
 
 
 class ResourceChange(BaseModel):
@@ -79,6 +87,12 @@ class ConditionState(BaseModel):
     message: str = ""
     last_transition_time: datetime | None = None
 
+    @classmethod
+    def of(cls, type_: str, ok: bool | None, reason: str, message: str = "") -> ConditionState:
+        """The one way to build a condition: ok True/False, or None for Unknown."""
+        status: Literal["True", "False", "Unknown"] = "Unknown" if ok is None else "True" if ok else "False"
+        return cls(type=type_, status=status, reason=str(reason), message=message)
+
 
 class EntityConfig(BaseModel):
     """Controller-wide settings the bridge passes at start (workflows cannot read the environment)."""
@@ -93,17 +107,27 @@ class EntityConfig(BaseModel):
     max_passes_per_run: int = 200
 
 
-class EntityState(BaseModel):
-    """Everything an entity workflow knows; carried across continue-as-new and returned by the query."""
+KindT = TypeVar("KindT")
+
+
+class EntityState(BaseModel, Generic[KindT]):
+    """Everything an entity workflow knows; carried across continue-as-new and returned by the query.
+
+    `kind` is the kind's own typed state (its pydantic model: IDs, markers, counters); the loop's
+    bookkeeping is the rest. Runs started before typed state carried `ids` and `extra` dicts: they are
+    folded into `kind`, whose fields accept the old keys as aliases.
+    """
 
     ref: ResourceRef
     config: EntityConfig = Field(default_factory=EntityConfig)
     desired: ResourceChange | None = None
     secret_versions: dict[str, str] = Field(default_factory=dict)  # "ns/name" -> resourceVersion
     applied_fingerprint: str | None = None  # desired state last reconciled successfully
-    ids: dict[str, Any] = Field(default_factory=dict)  # provider IDs, mirrored to status
-    extra: dict[str, Any] = Field(default_factory=dict)  # kind-specific workflow state (e.g. rebuild marker)
-    status: dict[str, Any] | None = None  # status last written to the resource
+    kind: KindT | None = None
+    # The status body last written to the resource (JSON, as sent): compared to skip unchanged writes.
+    written_status: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("written_status", "status")
+    )
     conditions: list[ConditionState] = Field(default_factory=list)
     step: str = "starting"
     last_error: str | None = None
@@ -112,10 +136,18 @@ class EntityState(BaseModel):
     resync_at: datetime | None = None
     passes: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_legacy_bags(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("ids" in data or "extra" in data) and data.get("kind") is None:
+            data = dict(data)
+            data["kind"] = {**(data.pop("extra", None) or {}), **(data.pop("ids", None) or {})}
+        return data
+
 
 class EntityInput(BaseModel):
     """Workflow input: the resource, controller settings, and state carried by continue-as-new."""
 
     ref: ResourceRef
     config: EntityConfig = Field(default_factory=EntityConfig)
-    carried: EntityState | None = None
+    carried: EntityState[Any] | None = None

@@ -1,9 +1,9 @@
 """Server (nova.osh.openstack.org/v1alpha1): a Nova server, its health, volume attachments and image rebuilds.
 
 Contracts: ../shared/spec/rebuild.md and volumes.md ("Server attachments"). Changing spec.imageID on a booted
-server rebuilds it (at most once per target image); keypair and userData are create-time parameters: a change
-takes effect only when the server is replaced, never on rebuild. Resizing is not supported, so the flavor is
-immutable.
+server rebuilds it (at most once per target image); keypair and userData are create-time parameters that Nova
+keeps on rebuild, so the CRD rejects changes to them rather than accepting and ignoring them. Resizing is not
+supported, so the flavor is immutable.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from osprov.api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
+from osprov.api.limits import KeypairName, Tags, UserData, immutable_if_set
 
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available
@@ -25,6 +27,14 @@ NETWORKS_IMMUTABLE_RULE = (
 )
 NETWORKS_IMMUTABLE_MESSAGE = (
     "spec.networks cannot change: ports are made at create time (a rebuild keeps them); replace the Server"
+)
+KEYPAIR_IMMUTABLE_MESSAGE = (
+    "spec.keypair cannot change: Nova injects the key at create time only (a rebuild keeps it); "
+    "create a new Server"
+)
+USER_DATA_IMMUTABLE_MESSAGE = (
+    "spec.userData cannot change: Nova passes it to the server at create time only (a rebuild keeps it); "
+    "create a new Server"
 )
 
 
@@ -83,7 +93,9 @@ class ServerSpec(CloudSpec):
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
-                {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE}
+                {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE},
+                immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
+                immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
             ]
         }
     )
@@ -109,20 +121,20 @@ class ServerSpec(CloudSpec):
         description="Networks to attach, in order; empty: no network interface (Nova networks=none). "
         "Immutable.",
     )
-    keypair: str | None = Field(
-        default=None, max_length=255, description="Nova keypair name; create-time only (kept on rebuild)."
-    )
-    user_data: str | None = Field(
+    keypair: KeypairName | None = Field(
         default=None,
-        max_length=65535,
-        description="cloud-init user data; create-time only: a change takes effect when the server is replaced, "
-        "never on rebuild.",
+        description="Nova keypair name (letters, digits, spaces, - _ @ .); create-time only: immutable.",
     )
-    tags: dict[str, str] = Field(
+    user_data: UserData | None = Field(
+        default=None,
+        description="cloud-init user data, at most 49149 bytes in UTF-8 (65535 characters once base64-encoded, "
+        "Nova's limit); create-time only: immutable.",
+    )
+    tags: Tags = Field(
         default_factory=dict,
-        description="User tags, written to Nova metadata under a namespaced prefix; the controller's own linkage "
-        "keys are written last, so a tag can never override them.",
-        json_schema_extra={"maxProperties": 32},
+        description="User tags (at most 32; keys of at most 244 letters, digits, spaces or - _ : .; values of at "
+        "most 255 characters), written to Nova metadata under a namespaced prefix; the controller's own "
+        "linkage keys are written last, so a tag can never override them.",
     )
     volumes: list[ServerVolume] = Field(
         default_factory=list,
@@ -132,11 +144,34 @@ class ServerSpec(CloudSpec):
     )
 
 
+_REBUILD_RANK = {
+    RebuildState.INITIATED: 1,
+    RebuildState.REBUILDING: 2,
+    RebuildState.SUCCEEDED: 3,
+    RebuildState.FAILED: 3,
+}
+
+
 class RebuildMarker(StatusModel):
-    """The workflow's write-ahead rebuild intent, mirrored for users; the workflow never reads it back."""
+    """The write-ahead rebuild intent: workflow state (the store), mirrored to status.rebuild for users (the
+    workflow never reads the mirror back). One type for both, and for the decisions in workflows/rebuild.py."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
 
     target_image_id: str = Field(alias="targetImageID", description="Image the rebuild converges toward.")
     state: RebuildState = Field(description="Initiated | Rebuilding | Succeeded | Failed.")
+
+    @property
+    def rank(self) -> int:
+        return _REBUILD_RANK[self.state]
+
+    @property
+    def accepted(self) -> bool:
+        """Nova accepted the rebuild (state >= Rebuilding)."""
+        return self.rank >= _REBUILD_RANK[RebuildState.REBUILDING]
+
+    def with_state(self, state: RebuildState) -> RebuildMarker:
+        return self.model_copy(update={"state": state})
 
 
 class ServerVolumeStatus(StatusModel):
@@ -160,8 +195,8 @@ class ServerStatus(CloudStatus):
     )
     mac_address: str | None = Field(default=None, description="MAC address of the first port, once ACTIVE.")
     rebuild: RebuildMarker | None = Field(default=None, description="Pending image rebuild, if any.")
-    volumes: list[ServerVolumeStatus] = Field(
-        default_factory=list,
+    volumes: list[ServerVolumeStatus] | None = Field(
+        default=None,
         description="Attachment status per Volume resource.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )

@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Activity names (workflows call these strings; activities/nova.py registers them).
-FIND_SERVER = "nova.find_server"
-GET_SERVER = "nova.get_server"
-CREATE_SERVER = "nova.create_server"
-DELETE_SERVER = "nova.delete_server"
-SET_METADATA = "nova.set_metadata"
-REBUILD = "nova.rebuild"
+from osprov.api.activity import Activity
 
 # Server metadata: user tags are namespaced; the linkage keys below are written last so a tag can never
 # override them (they are also how a human finds the resource from inside the guest's metadata service).
@@ -93,10 +87,6 @@ class ServerLookup(_Model):
     server: ServerRead | None = None
 
 
-ATTACH_VOLUME = "nova.attach_volume"
-DETACH_VOLUME = "nova.detach_volume"
-
-
 class VolumeAttachment(_Model):
     """One spec.volumes entry: the Volume resource (by name, in the Server's namespace) and this server.
 
@@ -113,3 +103,18 @@ class VolumeAttachment(_Model):
 
 class AttachResult(_Model):
     device: str | None = None
+
+
+# --- activities: the typed contracts (osprov.api.activity) -----------------------------------------
+FIND_SERVER: Activity[FindServer, list[ServerRead]] = Activity(
+    "nova.find_server", FindServer, list[ServerRead]
+)
+GET_SERVER: Activity[ServerId, ServerLookup] = Activity("nova.get_server", ServerId, ServerLookup)
+CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server", CreateServer, ServerRead)
+DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
+SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))
+REBUILD: Activity[Rebuild, None] = Activity("nova.rebuild", Rebuild, type(None))
+ATTACH_VOLUME: Activity[VolumeAttachment, AttachResult] = Activity(
+    "nova.attach_volume", VolumeAttachment, AttachResult
+)
+DETACH_VOLUME: Activity[VolumeAttachment, None] = Activity("nova.detach_volume", VolumeAttachment, type(None))

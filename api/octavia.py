@@ -11,16 +11,27 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from osprov.api.common import CamelModel, CloudSpec, CloudStatus
+from osprov.api.limits import Cidr, IpAddress, immutable, immutable_if_set
 
 OCTAVIA_GROUP = "octavia.osh.openstack.org"
 MAX_LISTENERS = 16
 MAX_MEMBERS = 256
+# Octavia sets no count; each CIDR becomes one Neutron security-group rule on the VIP port per listener, and
+# Neutron's default quota is 100 rules per project (neutron/conf/quota.py).
+MAX_ALLOWED_CIDRS = 64
 LISTENER_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-IP_PATTERN = r"^[0-9a-fA-F:.]+$"
-CIDR_PATTERN = r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"
+VIP_NETWORK_IMMUTABLE_MESSAGE = (
+    "spec.vipNetworkID cannot change: Octavia cannot move a VIP; create a new LoadBalancer"
+)
+VIP_SUBNET_IMMUTABLE_MESSAGE = (
+    "spec.vipSubnetID cannot change: Octavia cannot move a VIP; create a new LoadBalancer"
+)
+VIP_ADDRESS_IMMUTABLE_MESSAGE = (
+    "spec.vipAddress cannot change: Octavia cannot readdress a VIP; create a new LoadBalancer"
+)
 
 # `proxyProtocolV2` of a listener item, false when the field (or its pool) is absent.
 _PROXY = "(has({0}.pool) && has({0}.pool.proxyProtocolV2) && {0}.pool.proxyProtocolV2)"
@@ -47,16 +58,13 @@ HEALTH_TIMEOUT_RULE = "self.timeoutSeconds <= self.delaySeconds"
 HEALTH_TIMEOUT_MESSAGE = "healthCheck.timeoutSeconds must not exceed healthCheck.delaySeconds"
 
 
-Cidr = Annotated[str, StringConstraints(pattern=CIDR_PATTERN, max_length=49)]
-
-
 def _ip(value: str) -> str:
     ipaddress.ip_address(value)  # ValueError names the bad value
     return value
 
 
 class PoolMember(CamelModel):
-    address: str = Field(pattern=IP_PATTERN, max_length=45, description="IP address of the backend.")
+    address: IpAddress = Field(description="IP address (IPv4 or IPv6) of the backend.")
     port: int = Field(ge=1, le=65535, description="Port of the backend.")
 
     @field_validator("address")
@@ -125,8 +133,8 @@ class Listener(CamelModel):
     allowed_cidrs: list[Cidr] = Field(
         default_factory=list,
         alias="allowedCIDRs",
-        max_length=64,
-        description="Source CIDRs allowed to connect; empty: everyone.",
+        max_length=MAX_ALLOWED_CIDRS,
+        description=f"Source CIDRs (IPv4 or IPv6, at most {MAX_ALLOWED_CIDRS}) allowed to connect; empty: everyone.",
     )
     idle_timeout_seconds: int | None = Field(
         default=None,
@@ -158,17 +166,32 @@ class Listener(CamelModel):
 class LoadBalancerSpec(CloudSpec):
     """An Octavia load balancer named lb-{metadata.uid} in spec.project, with its listeners, pools and monitors."""
 
-    vip_network_id: str = Field(
-        alias="vipNetworkID", min_length=1, max_length=255, description="Neutron network ID of the VIP."
+    # Spec level, so adding or removing the optional VIP fields is caught as well as changing them.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                immutable_if_set("vipSubnetID", VIP_SUBNET_IMMUTABLE_MESSAGE),
+                immutable_if_set("vipAddress", VIP_ADDRESS_IMMUTABLE_MESSAGE),
+            ]
+        }
+    )
+
+    vip_network_id: Annotated[str, immutable(VIP_NETWORK_IMMUTABLE_MESSAGE)] = Field(
+        alias="vipNetworkID",
+        min_length=1,
+        max_length=255,
+        description="Neutron network ID of the VIP. Immutable.",
     )
     vip_subnet_id: str | None = Field(
-        default=None, alias="vipSubnetID", max_length=255, description="Neutron subnet ID of the VIP."
-    )
-    vip_address: str | None = Field(
         default=None,
-        pattern=IP_PATTERN,
-        max_length=45,
-        description="Requested VIP address; a different actual VIP is reported as an error.",
+        alias="vipSubnetID",
+        max_length=255,
+        description="Neutron subnet ID of the VIP. Immutable.",
+    )
+    vip_address: IpAddress | None = Field(
+        default=None,
+        description="Requested VIP address (IPv4 or IPv6); a different actual VIP is reported as an error. "
+        "Immutable.",
     )
     public_ip: bool = Field(
         default=False, alias="publicIP", description="Attach a floating IP to the VIP port."

@@ -11,24 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from osprov.api.activity import Activity
+
 # Activity names (the workflow calls these strings; the activity modules register them).
-FIND_LOAD_BALANCER = "octavia.find_load_balancer"
-CREATE_LOAD_BALANCER = "octavia.create_load_balancer"
-LIST_LISTENERS = "octavia.list_listeners"
-CREATE_LISTENER = "octavia.create_listener"
-UPDATE_LISTENER = "octavia.update_listener"
-LIST_POOLS = "octavia.list_pools"
-CREATE_POOL = "octavia.create_pool"
-UPDATE_POOL = "octavia.update_pool"
-LIST_MEMBERS = "octavia.list_members"
-REPLACE_MEMBERS = "octavia.replace_members"
-LIST_MONITORS = "octavia.list_monitors"
-CREATE_MONITOR = "octavia.create_monitor"
-UPDATE_MONITOR = "octavia.update_monitor"
-DELETE = "octavia.delete"
-FIND_FLOATING_IPS = "neutron.find_floating_ips"
-CREATE_FLOATING_IP = "neutron.create_floating_ip"
-DELETE_FLOATING_IP = "neutron.delete_floating_ip"
 
 # Octavia microversion the load-balancer client pins: PROXYV2 pools exist from 2.22 on.
 OCTAVIA_MICROVERSION = "2.22"
@@ -252,3 +237,51 @@ class CreateFloatingIp(_Model):
 class DeleteFloatingIp(_Model):
     scope: Scope
     id: str
+
+
+# --- activities: the typed contracts (osprov.api.activity) -----------------------------------------
+FIND_FLOATING_IPS: Activity[FindFloatingIps, list[FloatingIpView]] = Activity(
+    "neutron.find_floating_ips", FindFloatingIps, list[FloatingIpView]
+)
+CREATE_FLOATING_IP: Activity[CreateFloatingIp, FloatingIpView] = Activity(
+    "neutron.create_floating_ip", CreateFloatingIp, FloatingIpView
+)
+DELETE_FLOATING_IP: Activity[DeleteFloatingIp, bool] = Activity(
+    "neutron.delete_floating_ip", DeleteFloatingIp, bool
+)
+FIND_LOAD_BALANCER: Activity[FindLoadBalancer, list[LoadBalancerView]] = Activity(
+    "octavia.find_load_balancer", FindLoadBalancer, list[LoadBalancerView]
+)
+CREATE_LOAD_BALANCER: Activity[CreateLoadBalancer, LoadBalancerView] = Activity(
+    "octavia.create_load_balancer", CreateLoadBalancer, LoadBalancerView
+)
+LIST_LISTENERS: Activity[ListChildren, list[ListenerView]] = Activity(
+    "octavia.list_listeners", ListChildren, list[ListenerView]
+)
+CREATE_LISTENER: Activity[CreateListener, ListenerView] = Activity(
+    "octavia.create_listener", CreateListener, ListenerView
+)
+UPDATE_LISTENER: Activity[UpdateListener, ListenerView] = Activity(
+    "octavia.update_listener", UpdateListener, ListenerView
+)
+LIST_POOLS: Activity[ListChildren, list[PoolView]] = Activity(
+    "octavia.list_pools", ListChildren, list[PoolView]
+)
+CREATE_POOL: Activity[CreatePool, PoolView] = Activity("octavia.create_pool", CreatePool, PoolView)
+UPDATE_POOL: Activity[UpdatePool, PoolView] = Activity("octavia.update_pool", UpdatePool, PoolView)
+LIST_MEMBERS: Activity[PoolRef, list[MemberView]] = Activity(
+    "octavia.list_members", PoolRef, list[MemberView]
+)
+REPLACE_MEMBERS: Activity[ReplaceMembers, None] = Activity(
+    "octavia.replace_members", ReplaceMembers, type(None)
+)
+LIST_MONITORS: Activity[ListChildren, list[MonitorView]] = Activity(
+    "octavia.list_monitors", ListChildren, list[MonitorView]
+)
+CREATE_MONITOR: Activity[CreateMonitor, MonitorView] = Activity(
+    "octavia.create_monitor", CreateMonitor, MonitorView
+)
+UPDATE_MONITOR: Activity[UpdateMonitor, MonitorView] = Activity(
+    "octavia.update_monitor", UpdateMonitor, MonitorView
+)
+DELETE: Activity[DeleteObject, bool] = Activity("octavia.delete", DeleteObject, bool)

@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from temporalio.client import Client
 from temporalio.common import (
-    SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDReusePolicy,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from osprov.api import search_attributes as sa
 from osprov.api.messages import (
     SIGNAL_RESOURCE_CHANGED,
     SIGNAL_SECRET_CHANGED,
@@ -28,6 +28,7 @@ from osprov.api.messages import (
     ResourceChange,
     ResourceRef,
     SecretChanged,
+    parse_workflow_id,
 )
 from osprov.runtime import logs
 
@@ -66,9 +67,9 @@ class TemporalSignaller:
             static_details=f"uid {ref.uid}",
             search_attributes=TypedSearchAttributes(
                 [
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovKind"), ref.kind),
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovNamespace"), ref.namespace),
-                    SearchAttributePair(SearchAttributeKey.for_keyword("OsprovName"), ref.name),
+                    SearchAttributePair(sa.KIND, ref.kind),
+                    SearchAttributePair(sa.NAMESPACE, ref.namespace),
+                    SearchAttributePair(sa.NAME, ref.name),
                 ]
             ),
         )
@@ -96,13 +97,12 @@ class TemporalSignaller:
     ) -> None:
         """Running workflows of resources the first snapshot does not have were deleted while no bridge
         was watching (`present`: the UIDs the snapshot has). Several signals: each one checks may_act."""
-        query = f"OsprovKind = '{kind}' AND OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
+        query = f"{sa.KIND.name} = '{kind}' AND {sa.NAMESPACE.name} = '{namespace}' AND ExecutionStatus = 'Running'"
         async for wf in self.temporal.list_workflows(query):
             if not may_act():
                 return
-            parts = wf.id.split("/")
-            if len(parts) == 4 and parts[3] not in present:
-                ref = ResourceRef(kind=parts[0], namespace=parts[1], name=parts[2], uid=parts[3])
+            ref = parse_workflow_id(wf.id)
+            if ref is not None and ref.uid not in present:
                 await self._signal_if_running(
                     wf.id,
                     SIGNAL_RESOURCE_CHANGED,

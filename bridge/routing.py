@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from osprov.api import registry
-from osprov.api.keystone import KEYSTONE_GROUP
+from osprov.api.common import raw_keystone_ref_name, serves
 from osprov.api.messages import ResourceChange, ResourceRef, SecretChanged
 
 Obj = dict[str, Any]
@@ -41,11 +41,8 @@ class Router:
     known: dict[str, Known] = field(default_factory=dict)  # uid -> what was last signalled
     secret_versions: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def _ours(self, info: registry.KindInfo, obj: Obj) -> bool:
-        if info.group != KEYSTONE_GROUP:
-            return True
-        ref = ((obj.get("spec") or {}).get("keystoneRef") or {}).get("name") or ""
-        return ref in ("", self.keystone_name)
+    def _ours(self, obj: Obj) -> bool:
+        return serves(raw_keystone_ref_name(obj.get("spec") or {}), self.keystone_name)
 
     def on_object(self, kind: str, obj: Obj, deleted: bool = False) -> ResourceChange | None:
         info = registry.kind_info(kind)
@@ -53,7 +50,7 @@ class Router:
         uid, ns, name = meta.get("uid", ""), meta.get("namespace", ""), meta.get("name", "")
         finalizers = list(meta.get("finalizers") or [])
         has_finalizer = finalizer_of(info) in finalizers
-        if not self._ours(info, obj) and not has_finalizer:
+        if not self._ours(obj) and not has_finalizer:
             self.known.pop(uid, None)
             return None
         ref = ResourceRef(kind=kind, namespace=ns, name=name, uid=uid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from osprov.workflows.keystone.domain import DomainWorkflow
 from osprov.workflows.keystone.endpoint import EndpointWorkflow
 from osprov.workflows.keystone.group import GroupWorkflow
+from osprov.workflows.keystone.objects import KeystoneObjectWorkflow
 from osprov.workflows.keystone.project import ProjectWorkflow
 from osprov.workflows.keystone.role import RoleWorkflow
 from osprov.workflows.keystone.role_assignment import RoleAssignmentWorkflow
@@ -26,5 +27,6 @@ WORKFLOWS: list[type] = [
     ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,
+    KeystoneObjectWorkflow,
 ]
-BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS}  # type: ignore[attr-defined]
+BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS if hasattr(wf, "KIND")}  # resource kinds

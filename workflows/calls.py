@@ -1,17 +1,25 @@
-"""Typed activity calls by name, so workflow modules never import activity code (or its I/O libs)."""
+"""Running an activity from a workflow through its typed contract (osprov.api.activity): `call` for an
+activity (scheduled through the task queue: its intent is in history first), `call_local` for a short,
+idempotent one.
+
+Workflow modules never import activity code (or its I/O libraries): they call `call(io.FIND, Find(...))`
+and mypy checks the argument and the result against the contract the activity implements.
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api.errors import NON_RETRYABLE  # pure: type names only
+    from osprov.api.activity import Activity
+    from osprov.api.errors import NON_RETRYABLE
 
-T = TypeVar("T")
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 # Transient failures (timeouts, 5xx, dropped connections) are retried here with backoff; everything
 # typed as not retryable comes straight back to the workflow, which decides (condition + durable timer).
@@ -25,22 +33,44 @@ DEFAULT_RETRY = RetryPolicy(
 
 
 async def call(
-    name: str,
-    arg: Any,
-    result_type: type[T] | None = None,
+    contract: Activity[In, Out],
+    arg: In,
     *,
-    summary: str | None = None,
+    summary: str,
     timeout: timedelta = timedelta(seconds=45),
     retry: RetryPolicy = DEFAULT_RETRY,
     heartbeat: timedelta | None = None,
-) -> T:
-    """Run activity `name` and return its result as `result_type`."""
-    return await workflow.execute_activity(  # type: ignore[no-any-return]
-        name,
+) -> Out:
+    """Run the activity `contract` names with `arg`; `summary` labels it in the Web UI's timeline."""
+    result: Out = await workflow.execute_activity(
+        contract.name,
         arg,
-        result_type=result_type,
+        result_type=contract.output,
         start_to_close_timeout=timeout,
         retry_policy=retry,
         heartbeat_timeout=heartbeat,
         summary=summary,
     )
+    return result
+
+
+async def call_local(
+    contract: Activity[In, Out],
+    arg: In,
+    *,
+    summary: str,
+    timeout: timedelta = timedelta(seconds=30),
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> Out:
+    """Run a short, idempotent activity as a local activity: in the worker that runs the workflow task,
+    recorded as one marker, with no task-queue round trip. Never for a destructive call: its intent would
+    not be in history before the call is made (use `call`)."""
+    result: Out = await workflow.execute_local_activity(
+        contract.name,
+        arg,
+        result_type=contract.output,
+        start_to_close_timeout=timeout,
+        retry_policy=retry,
+        summary=summary,
+    )
+    return result

@@ -1,27 +1,30 @@
 """The entity loop, written once: one long-lived workflow per custom resource.
 
-Signals are recorded by sync handlers and merged here; a pass observes and acts through
-activities; status is written back through the /status subresource only when it changed;
-failures retry on durable timers (retryInterval or backoff); a periodic forced resync repairs
-drift made outside; continue-as-new carries the state. Kinds subclass `Entity` and supply
-`reconcile` (and `finalize` for deletionPolicy=delete) — see workflows/keystone.py.
+Signals are recorded by sync handlers and merged here; a pass observes and acts through activities;
+status is written back through the /status subresource only when it changed (workflows/status.py);
+failures retry on durable timers (retryInterval or backoff); a periodic forced resync repairs drift made
+outside; continue-as-new carries the state. A kind subclasses `Entity[SpecT, KindT]`: SpecT is its api spec
+model, KindT its own pydantic state model (IDs, markers, counters); it supplies `reconcile`, `status` and,
+for deletionPolicy=delete, `finalize`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
+from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from osprov.api import registry
-    from osprov.api.common import parse_duration
+    from osprov.api import kube_io, registry
+    from osprov.api import search_attributes as sa
+    from osprov.api.activity import Activity
+    from osprov.api.common import CommonSpec, Condition, StatusModel, serves
     from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
     from osprov.api.messages import (
         QUERY_STATE,
@@ -35,12 +38,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from osprov.api.metrics import RECONCILES
     from osprov.workflows.calls import call
+    from osprov.workflows.status import api_conditions, merge_conditions, status_patch
 
-SA_KIND = SearchAttributeKey.for_keyword("OsprovKind")
-SA_NAMESPACE = SearchAttributeKey.for_keyword("OsprovNamespace")
-SA_NAME = SearchAttributeKey.for_keyword("OsprovName")
-SA_READY = SearchAttributeKey.for_keyword("OsprovReady")
-SA_REASON = SearchAttributeKey.for_keyword("OsprovReason")
+# How an activity's failure reaches a workflow: an ActivityError wrapping the typed ApplicationError, or,
+# for a local activity, the ApplicationError itself.
+ACTIVITY_FAILED = (ActivityError, ApplicationError)
+
+SpecT = TypeVar("SpecT", bound=CommonSpec)
+KindT = TypeVar("KindT", bound=BaseModel)
 
 
 class PassFailed(Exception):
@@ -53,11 +58,17 @@ class PassFailed(Exception):
         self.retry = retry
 
 
+class StatusBase(TypedDict):
+    """What every kind's status has; a kind's `status` adds its own fields to these."""
+
+    observed_generation: int
+    conditions: list[Condition]
+
+
 class Outcome(BaseModel):
     """What a successful (or still-waiting) pass decided."""
 
     conditions: list[ConditionState]
-    ids: dict[str, Any] = {}
     requeue_after: float | None = None  # seconds: waiting on the cloud (durable timer)
 
 
@@ -76,23 +87,27 @@ def error_type(err: BaseException) -> str | None:
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
-class Entity:
+class Entity(Generic[SpecT, KindT]):
     """Base of every kind's workflow. Subclasses are `@workflow.defn` with a `@workflow.run`."""
 
     KIND: ClassVar[str]
+    STATE: ClassVar[type[BaseModel]]  # the kind's state model (KindT)
 
     def __init__(self) -> None:
-        self.s: EntityState | None = None
+        self.s: EntityState[KindT] | None = None
         self._early_secrets: dict[str, str] = {}
         self._wake = False
+        self._kick = False
+        self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
         self._run_passes = 0
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
     @workflow.signal(name=SIGNAL_RESOURCE_CHANGED)
     def resource_changed(self, change: ResourceChange) -> None:
-        s = self._state_for(change)
-        if change.supersedes(s.desired):
-            s.desired = change
+        if self.s is None:  # signal-with-start delivers the signal before run() starts
+            self.s = EntityState(ref=change.ref)
+        if change.supersedes(self.s.desired):
+            self.s.desired = change
             self._wake = True
 
     @workflow.signal(name=SIGNAL_SECRET_CHANGED)
@@ -104,42 +119,56 @@ class Entity:
             self._wake = True
 
     @workflow.query(name=QUERY_STATE)
-    def state(self) -> EntityState | None:
-        return self.s
-
-    def _state_for(self, change: ResourceChange) -> EntityState:
-        # Signal-with-start delivers the signal before run() starts: buffer it in a fresh state.
-        if self.s is None:
-            self.s = EntityState(ref=change.ref)
+    def state(self) -> EntityState[KindT] | None:
         return self.s
 
     # ----- kind hooks ---------------------------------------------------------------------------
-    async def reconcile(self, spec: Any, full: bool) -> Outcome:
+    async def reconcile(self, spec: SpecT, full: bool) -> Outcome:
         raise NotImplementedError
 
-    async def finalize(self, spec: Any) -> None:
-        """Delete the cloud object by its stored ID (deletionPolicy=delete only)."""
+    async def finalize(self, spec: SpecT) -> None:
+        """Delete the cloud object (deletionPolicy=delete only)."""
+
+    async def on_deleted(self, spec: SpecT) -> None:
+        """The resource is gone (either deletion policy): let go of what it holds."""
+
+    def kick(self) -> None:
+        """Ask the loop for a pass now (a message brought news the status should show)."""
+        self._kick = True
+        self._wake = True
+
+    def status(self, base: StatusBase) -> StatusModel:
+        """The kind's api status model: `base` (observedGeneration, conditions) and the kind's own fields."""
+        return self.info.status_model(**base)
 
     def fingerprint(self, change: ResourceChange) -> str:
         """Desired state identity: generation plus the versions of the Secrets the spec names."""
         secrets = ",".join(f"{k}={v}" for k, v in sorted(self.st.secret_versions.items()))
         return f"{change.generation}|{secrets}"
 
-    def is_ours(self, spec: Any) -> bool:
-        return True
+    def wants_finalizer(self, spec: SpecT) -> bool:
+        return spec.deletion_policy == "delete"
 
-    def wants_finalizer(self, spec: Any) -> bool:
-        return getattr(spec, "deletion_policy", "retain") == "delete"
+    def retry_interval(self, spec: SpecT) -> timedelta | None:
+        return spec.retry_interval_delta()
 
-    def retry_interval(self, spec: Any) -> timedelta | None:
-        raw = getattr(spec, "retry_interval", None)
-        return parse_duration(raw) if raw else None
+    def failure_condition(self, reason: str, message: str) -> ConditionState:
+        return ConditionState.of(self.info.ready_condition, False, reason, message)
 
-    # ----- the loop -----------------------------------------------------------------------------
+    def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
+        """Kind-specific search attributes (upserted with the common ones, only when they change)."""
+        return []
+
+    # ----- state ----------------------------------------------------------------------------------
     @property
-    def st(self) -> EntityState:
+    def st(self) -> EntityState[KindT]:
         assert self.s is not None
         return self.s
+
+    @property
+    def k(self) -> KindT:
+        """The kind's own typed state."""
+        return cast(KindT, self.st.kind)
 
     @property
     def info(self) -> registry.KindInfo:
@@ -166,14 +195,16 @@ class Entity:
         self.st.step = step
         workflow.set_current_details(f"{self.st.ref}: {step}")
 
+    # ----- the loop -----------------------------------------------------------------------------
     async def run_loop(self, inp: EntityInput) -> str:
-        carried = inp.carried or EntityState(ref=inp.ref, config=inp.config)
-        if self.s is not None and self.s.desired is not None:  # signal-with-start delivered first
-            if self.s.desired.supersedes(carried.desired):
-                carried.desired = self.s.desired
+        carried: EntityState[Any] = inp.carried or EntityState(ref=inp.ref, config=inp.config)
+        if self.s is not None and self.s.desired is not None and self.s.desired.supersedes(carried.desired):
+            carried.desired = self.s.desired
+        if self.s is not None:
             carried.secret_versions.update(self.s.secret_versions)
         carried.secret_versions.update(self._early_secrets)
         carried.config = inp.config
+        carried.kind = self.STATE.model_validate(carried.kind or {})  # a dict when carried or legacy
         self.s = carried
         self._wake = True
         while True:
@@ -196,8 +227,22 @@ class Entity:
             return
         if self.st.last_error is None and self.st.retry_at is None:
             self.set_step("idle: waiting for a change or the resync")  # else keep what it waits on
-        with contextlib.suppress(TimeoutError):
-            await workflow.wait_condition(lambda: self._wake, timeout=timeout)
+        with contextlib.suppress(TimeoutError):  # a timer fired: the pass sees which one
+            await workflow.wait_condition(
+                lambda: self._wake, timeout=timeout, timeout_summary=self._waiting_for()
+            )
+
+    def _waiting_for(self) -> str:
+        """The Web UI's label of the loop's timer: what it waits for."""
+        if self.st.retry_at is not None and (
+            self.st.resync_at is None or self.st.retry_at <= self.st.resync_at
+        ):
+            return (
+                f"re-check: {self.st.step}"
+                if self.st.last_error is None
+                else f"retry after: {self.st.last_error}"
+            )
+        return "periodic resync (drift repair)"
 
     def _timers_due(self) -> tuple[bool, bool]:
         now = workflow.now()
@@ -205,7 +250,7 @@ class Entity:
         resync = self.st.resync_at is not None and self.st.resync_at <= now
         return retry, resync
 
-    async def _pass(self) -> str | None:  # noqa: C901 - split when the loop gets typed state (issue 16)
+    async def _pass(self) -> str | None:
         """One decision: returns a final result when the workflow should end."""
         self._wake = False
         change = self.st.desired
@@ -218,40 +263,56 @@ class Entity:
             self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
         self.st.passes += 1
         self._run_passes += 1
-        try:
-            spec = self.info.spec_model.model_validate(change.spec)
-        except ValidationError as err:
-            if change.deleting or change.gone:
-                await self._drop_finalizer(change)
-                return "deleted (invalid spec; nothing to clean up)"
-            await self._settle_invalid(change, err)
-            return None
-        if not self.is_ours(spec):
+        spec = await self._parse(change)
+        if spec is None:
+            return "deleted (invalid spec; nothing to clean up)" if change.deleting or change.gone else None
+        if not serves(spec.keystone_ref_name(), self.st.config.keystone_name):
             # Another deployment's resource: no status, no cloud call; only our own finalizer goes.
             await self._drop_finalizer(change)
             return "ignored: belongs to another deployment"
         if change.deleting or change.gone:
             return await self._delete(change, spec)
-        if self.wants_finalizer(spec) and self.finalizer not in change.finalizers:
-            self.set_step("adding finalizer")
-            if not await self._finalizer("kube.add_finalizer", change):
-                return None
-        elif not self.wants_finalizer(spec) and self.finalizer in change.finalizers:
-            await self._drop_finalizer(change)
+        if not await self._sync_finalizer(change, spec):
+            return None
         fp = self.fingerprint(change)
         changed = fp != self.st.applied_fingerprint
-        if not (changed or retry_due or resync_due):
+        kicked, self._kick = self._kick, False
+        self.kicked = kicked and not (changed or retry_due or resync_due)
+        if not (changed or retry_due or resync_due or kicked):
             return None  # the desired-state fingerprint says nothing would change
+        await self._reconcile(change, spec, fp, full=changed or resync_due)
+        return None
+
+    async def _parse(self, change: ResourceChange) -> SpecT | None:
+        """The spec as the kind's model; an invalid one is reported (or, when deleting, its finalizer dropped)."""
+        try:
+            return cast(SpecT, self.info.spec_model.model_validate(change.spec))
+        except ValidationError as err:
+            if change.deleting or change.gone:
+                await self._drop_finalizer(change)
+            else:
+                await self._settle_invalid(change, err)
+            return None
+
+    async def _sync_finalizer(self, change: ResourceChange, spec: SpecT) -> bool:
+        """Our finalizer is present exactly when deletionPolicy=delete (added before the first cloud write)."""
+        if self.wants_finalizer(spec) and self.finalizer not in change.finalizers:
+            self.set_step("adding finalizer")
+            return await self._finalizer(kube_io.ADD_FINALIZER, change)
+        if not self.wants_finalizer(spec) and self.finalizer in change.finalizers:
+            await self._drop_finalizer(change)
+        return True
+
+    async def _reconcile(self, change: ResourceChange, spec: SpecT, fp: str, *, full: bool) -> None:
         self.set_step("reconciling")
         try:
             # full=True: the desired state changed or the periodic resync is due, so the kind runs
             # its expensive checks too (e.g. the password probe); a plain retry does not.
-            outcome = await self.reconcile(spec, full=changed or resync_due)
-        except (ActivityError, PassFailed) as err:
+            outcome = await self.reconcile(spec, full=full)
+        except (*ACTIVITY_FAILED, PassFailed) as err:
             await self._failed(change, spec, err)
-            return None
+            return
         self._count("waiting" if outcome.requeue_after is not None else "ok", outcome.conditions[0].reason)
-        self.st.ids.update(outcome.ids)
         self.st.last_error = None
         self.st.failures = 0
         if outcome.requeue_after is not None:
@@ -262,9 +323,8 @@ class Entity:
             self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
             self.set_step("converged")
         await self._publish(change, outcome.conditions)
-        return None
 
-    async def _failed(self, change: ResourceChange, spec: Any, err: BaseException) -> None:
+    async def _failed(self, change: ResourceChange, spec: SpecT, err: BaseException) -> None:
         if isinstance(err, PassFailed):
             message, reason, retry = err.message, err.reason, err.retry
         else:
@@ -272,13 +332,15 @@ class Entity:
         self._count("error", reason)
         self.st.last_error = message
         self.st.failures += 1
+        if self.st.resync_at is None:  # even a resource that never converged is looked at again
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
         if retry:
             base = self.retry_interval(spec)
             backoff = min(
                 self.st.config.backoff_initial_seconds * 2 ** (self.st.failures - 1),
                 self.st.config.backoff_max_seconds,
             )
-            delay = max(base.total_seconds() if base else 0.0, backoff if base is None else 0.0)
+            delay = base.total_seconds() if base else backoff
             self.st.retry_at = workflow.now() + timedelta(seconds=delay)
             self.set_step(f"failed, retrying at {self.st.retry_at:%H:%M:%S}: {message}")
         else:
@@ -293,9 +355,6 @@ class Entity:
             1, {"kind": self.KIND, "result": result, "reason": reason}
         )
 
-    def failure_condition(self, reason: str, message: str) -> ConditionState:
-        return ConditionState(type=self.info.ready_condition, status="False", reason=reason, message=message)
-
     async def _settle_invalid(self, change: ResourceChange, err: ValidationError) -> None:
         problems = "; ".join(
             f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors(include_url=False)
@@ -306,14 +365,15 @@ class Entity:
         self.set_step(f"waiting for a fixed spec: {problems}")
         await self._publish(change, [self.failure_condition("ReconcileError", self.st.last_error)])
 
-    async def _delete(self, change: ResourceChange, spec: Any) -> str | None:
+    async def _delete(self, change: ResourceChange, spec: SpecT) -> str | None:
         if self.wants_finalizer(spec) and (self.finalizer in change.finalizers or change.gone):
             self.set_step("deleting the cloud object")
             try:
                 await self.finalize(spec)
-            except (ActivityError, PassFailed) as err:
+            except (*ACTIVITY_FAILED, PassFailed) as err:
                 await self._failed(change, spec, err)
                 return None
+        await self.on_deleted(spec)
         await self._drop_finalizer(change)
         self.set_step("deleted")
         return "deleted"
@@ -321,14 +381,15 @@ class Entity:
     async def _drop_finalizer(self, change: ResourceChange) -> None:
         if self.finalizer in change.finalizers and not change.gone:
             self.set_step("removing finalizer")
-            await self._finalizer("kube.remove_finalizer", change)
+            await self._finalizer(kube_io.REMOVE_FINALIZER, change)
 
-    async def _finalizer(self, activity: str, change: ResourceChange) -> bool:
+    async def _finalizer(
+        self, contract: Activity[FinalizerChange, WriteResult], change: ResourceChange
+    ) -> bool:
         res = await call(
-            activity,
+            contract,
             FinalizerChange(obj=self.obj, finalizer=self.finalizer),
-            WriteResult,
-            summary=f"{activity.split('.')[1]} {self.finalizer}",
+            summary=f"{contract.name.split('.')[1].replace('_', ' ')} {self.finalizer}",
         )
         if not res.exists:
             change.gone = True
@@ -336,62 +397,27 @@ class Entity:
 
     # ----- status and search attributes ---------------------------------------------------------
     async def _publish(self, change: ResourceChange, conditions: list[ConditionState]) -> None:
-        merged = self._merge_conditions(conditions)
-        status: dict[str, Any] = {
-            "observedGeneration": change.generation,
-            "conditions": [self._condition_json(c, change.generation) for c in merged],
-        }
-        status.update(self.status_fields())
-        if status != self.st.status:
+        merged = merge_conditions(self.st.conditions, conditions, workflow.now())
+        self.st.conditions = merged
+        base = StatusBase(
+            observed_generation=change.generation,
+            conditions=api_conditions(merged, change.generation, workflow.now()),
+        )
+        patch = status_patch(self.status(base), self.st.written_status)
+        if patch is not None:
+            body, merge_patch = patch
             self.set_step(self.st.step)
             res = await call(
-                "kube.patch_status",
-                PatchStatus(obj=self.obj, status=status),
-                WriteResult,
-                summary=f"status {merged[0].type}={merged[0].status}" if merged else "status",
+                kube_io.PATCH_STATUS,
+                PatchStatus(obj=self.obj, status=merge_patch),
+                summary=f"write status: {merged[0].type}={merged[0].status} ({merged[0].reason})"
+                if merged
+                else "write status",
             )
             if not res.exists:
                 change.gone = True
-            self.st.status = status
+            self.st.written_status = body
         self._upsert_search_attributes(merged)
-
-    def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
-        """Kind-specific search attributes (upserted with the common ones, only when they change)."""
-        return []
-
-    def status_fields(self) -> dict[str, Any]:
-        """Kind-specific status fields (IDs); default: the registry's ID field from `ids`."""
-        field = self.info.id_field
-        return {field: self.st.ids[field]} if field and field in self.st.ids else {}
-
-    def _merge_conditions(self, new: list[ConditionState]) -> list[ConditionState]:
-        """lastTransitionTime moves only when a condition's status changes."""
-        old = {c.type: c for c in self.st.conditions}
-        merged: list[ConditionState] = []
-        for c in new:
-            prev = old.pop(c.type, None)
-            keep = prev is not None and prev.status == c.status and prev.last_transition_time
-            c = c.model_copy(
-                update={
-                    "last_transition_time": prev.last_transition_time if keep and prev else workflow.now()
-                }
-            )
-            merged.append(c)
-        merged.extend(old.values())
-        self.st.conditions = merged
-        return merged
-
-    @staticmethod
-    def _condition_json(c: ConditionState, generation: int) -> dict[str, Any]:
-        ts: datetime = c.last_transition_time or workflow.now()
-        return {
-            "type": c.type,
-            "status": c.status,
-            "reason": c.reason,
-            "message": c.message,
-            "lastTransitionTime": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "observedGeneration": generation,
-        }
 
     def _upsert_search_attributes(self, conditions: list[ConditionState]) -> None:
         if not self.st.config.upsert_search_attributes or not conditions:
@@ -399,11 +425,11 @@ class Entity:
         ready = conditions[0]
         current = workflow.info().typed_search_attributes
         wanted = [
-            SA_KIND.value_set(self.KIND),
-            SA_NAMESPACE.value_set(self.st.ref.namespace),
-            SA_NAME.value_set(self.st.ref.name),
-            SA_READY.value_set(ready.status),
-            SA_REASON.value_set(ready.reason),
+            sa.KIND.value_set(self.KIND),
+            sa.NAMESPACE.value_set(self.st.ref.namespace),
+            sa.NAME.value_set(self.st.ref.name),
+            sa.READY.value_set(ready.status),
+            sa.REASON.value_set(ready.reason),
             *self.search_attributes(),
         ]
         changed = [u for u in wanted if current.get(u.key) != u.value]

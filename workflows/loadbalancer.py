@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from typing import Any
 
 from temporalio import workflow
 
@@ -20,9 +19,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api import octavia_io as io
     from osprov.api.common import AvailableReason
     from osprov.api.messages import ConditionState, EntityInput
-    from osprov.api.octavia import Listener, LoadBalancerSpec
+    from osprov.api.octavia import Listener, LoadBalancerSpec, LoadBalancerStatus
+    from osprov.api.registry import AVAILABLE
+    from osprov.api.state import LoadBalancerState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome
+    from osprov.workflows.entity import Entity, Outcome, StatusBase
     from osprov.workflows.loadbalancer_rules import (
         consistency,
         exactly_one,
@@ -40,34 +41,33 @@ PROVISIONING_MESSAGE = "converging the Octavia topology; Octavia settles (ACTIVE
 
 
 @workflow.defn(name="LoadBalancer")
-class LoadBalancerWorkflow(Entity):
+class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
     KIND = "LoadBalancer"
+    STATE = LoadBalancerState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    def is_ours(self, spec: LoadBalancerSpec) -> bool:
-        return spec.keystone_ref_name() in ("", self.st.config.keystone_name)
-
     # ----- outcomes ---------------------------------------------------------------------------------
     def _wait(self, message: str, *, mutated: bool) -> Outcome:
         """Still converging: a durable timer re-runs the pass (short after our own mutation, backing off
         while Octavia stays PENDING)."""
-        waits = 0 if mutated else int(self.st.extra.get("waits", 0))
-        self.st.extra["waits"] = waits + 1
+        waits = 0 if mutated else self.k.waits
+        self.k.waits = waits + 1
         self.set_step(message)  # the detail goes to the step (query, Web UI); the status stays put
         return Outcome(
-            conditions=[self._available("False", AvailableReason.PROVISIONING.value, PROVISIONING_MESSAGE)],
+            conditions=[
+                ConditionState.of(AVAILABLE, False, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
+            ],
             requeue_after=min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS),
         )
 
-    def _available(self, status: str, reason: str, message: str) -> ConditionState:
-        return ConditionState(type="Available", status=status, reason=reason, message=message)
-
-    def status_fields(self) -> dict[str, Any]:
-        # None deletes the field (merge patch): e.g. the public IP after publicIP was turned off.
-        return {key: self.st.ids.get(key) for key in ("loadBalancerID", "vipAddress", "publicIP")}
+    def status(self, base: StatusBase) -> LoadBalancerStatus:
+        k = self.k
+        return LoadBalancerStatus(
+            **base, load_balancer_id=k.load_balancer_id, vip_address=k.vip_address, public_ip=k.public_ip
+        )
 
     # ----- the pass ---------------------------------------------------------------------------------
     async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:  # noqa: C901 - becomes a decision table (issue 16)
@@ -80,12 +80,11 @@ class LoadBalancerWorkflow(Entity):
         found = await call(
             io.FIND_LOAD_BALANCER,
             io.FindLoadBalancer(scope=scope, name=name),
-            list[io.LoadBalancerView],
             summary=f"find load balancer {name}",
         )
         lb = exactly_one(found, name)
         if lb is None:
-            self.st.extra["realised"] = True  # from here on, delete must look in the cloud
+            self.k.realised = True  # from here on, delete must look in the cloud
             lb = await call(
                 io.CREATE_LOAD_BALANCER,
                 io.CreateLoadBalancer(
@@ -95,13 +94,12 @@ class LoadBalancerWorkflow(Entity):
                     vip_subnet_id=spec.vip_subnet_id,
                     vip_address=spec.vip_address,
                 ),
-                io.LoadBalancerView,
                 summary=f"create load balancer {name}",
             )
-            self.st.ids.update(loadBalancerID=lb.id, vipAddress=lb.vip_address)
+            self.k.load_balancer_id, self.k.vip_address = lb.id, lb.vip_address
             return self._wait("P1 load balancer created; waiting for ACTIVE", mutated=True)
-        self.st.extra["realised"] = True
-        self.st.ids.update(loadBalancerID=lb.id, vipAddress=lb.vip_address)
+        self.k.realised = True
+        self.k.load_balancer_id, self.k.vip_address = lb.id, lb.vip_address
 
         # P2: a requested VIP address must be the actual one.
         if spec.vip_address and (
@@ -124,13 +122,12 @@ class LoadBalancerWorkflow(Entity):
         children = io.ListChildren(scope=scope, load_balancer_id=lb.id, prefix=prefix)
         # Independent reads run in parallel (one round trip instead of four on a busy worker).
         listeners, pools, monitors, fips = await asyncio.gather(
-            call(io.LIST_LISTENERS, children, list[io.ListenerView], summary=f"list {prefix}*listener"),
-            call(io.LIST_POOLS, children, list[io.PoolView], summary=f"list {prefix}*pool"),
-            call(io.LIST_MONITORS, children, list[io.MonitorView], summary=f"list {prefix}*monitor"),
+            call(io.LIST_LISTENERS, children, summary=f"list {prefix}*listener"),
+            call(io.LIST_POOLS, children, summary=f"list {prefix}*pool"),
+            call(io.LIST_MONITORS, children, summary=f"list {prefix}*monitor"),
             call(
                 io.FIND_FLOATING_IPS,
                 io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
-                list[io.FloatingIpView],
                 summary=f"find floating IPs of VIP port {lb.vip_port_id}",
             ),
         )
@@ -145,7 +142,6 @@ class LoadBalancerWorkflow(Entity):
                 call(
                     io.LIST_MEMBERS,
                     io.PoolRef(scope=scope, pool_id=p.id),
-                    list[io.MemberView],
                     summary=f"members of {p.name}",
                 )
                 for p in ours
@@ -193,13 +189,14 @@ class LoadBalancerWorkflow(Entity):
             await self._delete_object(scope, kind, stale.id, stale.name)
             return self._wait(f"P8 pruned {stale.name}; waiting for ACTIVE", mutated=True)
 
-        self.st.extra["waits"] = 0
-        public = f", public IP {self.st.ids['publicIP']}" if self.st.ids.get("publicIP") else ""
+        self.k.waits = 0
+        public = f", public IP {self.k.public_ip}" if self.k.public_ip else ""
         return Outcome(
             conditions=[
-                self._available(
-                    "True",
-                    AvailableReason.PROVISIONED.value,
+                ConditionState.of(
+                    AVAILABLE,
+                    True,
+                    AvailableReason.PROVISIONED,
                     f"load balancer {name} is ACTIVE with {len(spec.listeners)} listener(s), "
                     f"VIP {lb.vip_address}{public}",
                 )
@@ -213,25 +210,23 @@ class LoadBalancerWorkflow(Entity):
         self.set_step("P5 floating IP")
         fip = exactly_one(fips, f"floating IPs on VIP port {port_id} (more than one)")
         if fip is not None and spec.public_ip:
-            self.st.ids["publicIP"] = fip.address
+            self.k.public_ip = fip.address
         elif fip is not None:
             await call(
                 io.DELETE_FLOATING_IP,
                 io.DeleteFloatingIp(scope=scope, id=fip.id),
-                bool,
                 summary=f"delete floating IP {fip.address}",
             )
-            self.st.ids["publicIP"] = None
+            self.k.public_ip = None
         elif spec.public_ip:
             fip = await call(
                 io.CREATE_FLOATING_IP,
                 io.CreateFloatingIp(scope=scope, port_id=port_id),
-                io.FloatingIpView,
                 summary=f"create floating IP on VIP port {port_id}",
             )
-            self.st.ids["publicIP"] = fip.address
+            self.k.public_ip = fip.address
         else:
-            self.st.ids["publicIP"] = None
+            self.k.public_ip = None
 
     async def _listener(
         self,
@@ -254,7 +249,6 @@ class LoadBalancerWorkflow(Entity):
                 io.CreatePool(
                     scope=scope, load_balancer_id=lb_id, name=pname, protocol=pool_protocol(listener)
                 ),
-                io.PoolView,
                 summary=f"create pool {pname} ({pool_protocol(listener)})",
             )
             return self._wait(f"P7a created pool {pname}; waiting for ACTIVE", mutated=True)
@@ -267,7 +261,6 @@ class LoadBalancerWorkflow(Entity):
             await call(
                 io.UPDATE_POOL,
                 io.UpdatePool(scope=scope, id=pool.id, lb_algorithm=io.LB_ALGORITHM),
-                io.PoolView,
                 summary=f"update pool {pname}: lb_algorithm",
             )
             return self._wait(f"P7a updated pool {pname}; waiting for ACTIVE", mutated=True)
@@ -289,7 +282,6 @@ class LoadBalancerWorkflow(Entity):
                     timeout_client_data=timeout,
                     timeout_member_data=timeout,
                 ),
-                io.ListenerView,
                 summary=f"create listener {lname} ({listener.protocol}/{listener.port})",
             )
             return self._wait(f"P7b created listener {lname}; waiting for ACTIVE", mutated=True)
@@ -303,7 +295,6 @@ class LoadBalancerWorkflow(Entity):
             await call(
                 io.UPDATE_LISTENER,
                 io.UpdateListener(scope=scope, id=seen.id, **drift),
-                io.ListenerView,
                 summary=f"update listener {lname}: {', '.join(sorted(drift))}",
             )
             return self._wait(f"P7b updated listener {lname}; waiting for ACTIVE", mutated=True)
@@ -346,7 +337,6 @@ class LoadBalancerWorkflow(Entity):
                     max_retries=want_hm[2],
                     max_retries_down=want_hm[3],
                 ),
-                io.MonitorView,
                 summary=f"create health monitor {mname} ({monitor_type(listener)})",
             )
             return self._wait(f"P7d created health monitor {mname}; waiting for ACTIVE", mutated=True)
@@ -363,7 +353,6 @@ class LoadBalancerWorkflow(Entity):
                     max_retries=want_hm[2],
                     max_retries_down=want_hm[3],
                 ),
-                io.MonitorView,
                 summary=f"update health monitor {mname}: thresholds",
             )
             return self._wait(f"P7d updated health monitor {mname}; waiting for ACTIVE", mutated=True)
@@ -375,13 +364,12 @@ class LoadBalancerWorkflow(Entity):
         await call(
             io.DELETE,
             io.DeleteObject(scope=scope, kind=kind, id=obj_id, cascade=cascade),
-            bool,
             summary=f"delete {kind} {name}" + (" (cascade)" if cascade else ""),
         )
 
     # ----- delete -----------------------------------------------------------------------------------
     async def finalize(self, spec: LoadBalancerSpec) -> None:
-        if not self.st.extra.get("realised"):
+        if not self.k.realised:
             return  # never realised: no create was ever attempted, so nothing can exist
         scope = io.Scope(project=spec.project.name, domain=spec.project.domain)
         name = io.lb_name(self.st.ref.uid)
@@ -391,13 +379,11 @@ class LoadBalancerWorkflow(Entity):
             found = await call(
                 io.FIND_LOAD_BALANCER,
                 io.FindLoadBalancer(scope=scope, name=name),
-                list[io.LoadBalancerView],
                 summary=f"find load balancer {name}",
             )
             lb = exactly_one(found, name)
             if lb is None:
-                for key in ("loadBalancerID", "vipAddress", "publicIP"):
-                    self.st.ids[key] = None
+                self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
                 return
             if lb.provisioning_status not in io.PENDING:
                 # D2: the floating IP first (the cascade removes the VIP port that anchors it), then cascade.
@@ -405,14 +391,12 @@ class LoadBalancerWorkflow(Entity):
                     fips = await call(
                         io.FIND_FLOATING_IPS,
                         io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
-                        list[io.FloatingIpView],
                         summary=f"find floating IPs of VIP port {lb.vip_port_id}",
                     )
                     for fip in fips:
                         await call(
                             io.DELETE_FLOATING_IP,
                             io.DeleteFloatingIp(scope=scope, id=fip.id),
-                            bool,
                             summary=f"delete floating IP {fip.address}",
                         )
                 self.set_step("D3 cascade-deleting the load balancer")
@@ -420,5 +404,8 @@ class LoadBalancerWorkflow(Entity):
                 waits = 0
             # D4: wait (durable timer) until a later read finds it gone.
             self.set_step(f"D4 waiting for load balancer {name} to go ({lb.provisioning_status})")
-            await workflow.sleep(min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS))
+            await workflow.sleep(
+                min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS),
+                summary=f"wait for Octavia to delete load balancer {name} ({lb.provisioning_status})",
+            )
             waits += 1

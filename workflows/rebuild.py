@@ -7,32 +7,14 @@ P1…P7e) match the spec page's tables, the workflow's set_step texts and the ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
-from osprov.api.nova import RebuildState
+from osprov.api.nova import RebuildMarker, RebuildState
 
-_RANK = {
-    RebuildState.INITIATED: 1,
-    RebuildState.REBUILDING: 2,
-    RebuildState.SUCCEEDED: 3,
-    RebuildState.FAILED: 3,
-}
 ERROR = "ERROR"
 # Pre-boot re-check interval of the seed ("re-checking every 10s until first boot").
 PREBOOT_RECHECK_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class Marker:
-    """Write-ahead rebuild intent: the image the rebuild converges toward, and how far it got."""
-
-    target_image_id: str
-    state: RebuildState
-
-    @property
-    def accepted(self) -> bool:
-        return _RANK[self.state] >= _RANK[RebuildState.REBUILDING]
 
 
 @dataclass(frozen=True)
@@ -61,17 +43,17 @@ class Observation:
         return self.status == ERROR
 
 
-def advance(marker: Marker, to: RebuildState) -> Marker:
+def advance(marker: RebuildMarker, to: RebuildState) -> RebuildMarker:
     """Forward-only: a lower or equal rank never replaces a state, and a terminal never flips."""
-    if _RANK[to] <= _RANK[marker.state]:
+    if marker.with_state(to).rank <= marker.rank:
         return marker
-    return replace(marker, state=to)
+    return marker.with_state(to)
 
 
 # --- monitor rules -----------------------------------------------------------------------------------
 
 
-def monitor(marker: Marker | None, obs: Observation) -> tuple[Marker | None, str]:
+def monitor(marker: RebuildMarker | None, obs: Observation) -> tuple[RebuildMarker | None, str]:
     """Advance the marker from a fresh read (M1–M6). Returns the marker and the rule that applied."""
     if marker is None:
         return None, "M1"
@@ -109,7 +91,7 @@ class Action(StrEnum):
 class Decision:
     rule: str  # step label of the spec page, e.g. "P7e"
     action: Action
-    marker: Marker | None  # the marker after this decision (None = cleared)
+    marker: RebuildMarker | None  # the marker after this decision (None = cleared)
     why: str  # short human text for set_step and logs
     recheck_seconds: float | None = None  # a specific re-check interval (P7a)
 
@@ -118,13 +100,18 @@ class Decision:
         return f"{self.rule}: {self.why}"
 
 
-def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None) -> Decision:  # noqa: C901 - rebuild.md's P-table, one branch per row
+def reconcile_pass(marker: RebuildMarker | None, obs: Observation, desired: str | None) -> Decision:  # noqa: C901 - rebuild.md's P-table, one branch per row
     """One pass of the reconciler over a fresh read, checked in the spec's order (P1…P7e)."""
     if not desired:
         return Decision("P1", Action.DONE, None, "no image in the spec")
     if marker is not None and marker.target_image_id != desired:
         # Allowed even over a parked Failed: a different image is the designed recovery.
-        return Decision("P3", Action.ARM, Marker(desired, RebuildState.INITIATED), "re-armed for a new image")
+        return Decision(
+            "P3",
+            Action.ARM,
+            RebuildMarker(target_image_id=desired, state=RebuildState.INITIATED),
+            "re-armed for a new image",
+        )
     ref = obs.ref
     if marker is not None:
         if marker.state is RebuildState.FAILED:
@@ -133,13 +120,11 @@ def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None)
             return Decision(
                 "P4b",
                 Action.FAIL,
-                replace(marker, state=RebuildState.FAILED),
+                marker.with_state(RebuildState.FAILED),
                 "server in ERROR during rebuild",
             )
         if marker.accepted and ref is not None and ref != desired and not obs.task_active:
-            return Decision(
-                "P4c", Action.FAIL, replace(marker, state=RebuildState.FAILED), "rebuild superseded"
-            )
+            return Decision("P4c", Action.FAIL, marker.with_state(RebuildState.FAILED), "rebuild superseded")
     if ref is None:
         return Decision("P5", Action.WAIT, marker, "image of the server unreadable; waiting")
     if ref == desired:
@@ -160,7 +145,12 @@ def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None)
             "P7a", Action.WAIT, marker, "waiting for first boot", recheck_seconds=PREBOOT_RECHECK_SECONDS
         )
     if marker is None:
-        return Decision("P7b", Action.ARM, Marker(desired, RebuildState.INITIATED), "rebuild armed")
+        return Decision(
+            "P7b",
+            Action.ARM,
+            RebuildMarker(target_image_id=desired, state=RebuildState.INITIATED),
+            "rebuild armed",
+        )
     if marker.state is RebuildState.REBUILDING:
         return Decision("P7c", Action.WAIT_ACCEPTED, marker, "rebuild accepted; waiting for Nova")
     if marker.state is RebuildState.SUCCEEDED:
@@ -168,16 +158,3 @@ def reconcile_pass(marker: Marker | None, obs: Observation, desired: str | None)
     if obs.task_active:
         return Decision("P7d", Action.WAIT, marker, f"waiting for task {obs.task_state or obs.status} to end")
     return Decision("P7e", Action.SUBMIT, marker, "submitting the rebuild")
-
-
-def marker_to_dict(marker: Marker | None) -> dict[str, str] | None:
-    """The marker as workflow state (self.st.extra) and as status.rebuild."""
-    if marker is None:
-        return None
-    return {"targetImageID": marker.target_image_id, "state": marker.state.value}
-
-
-def marker_from_dict(raw: dict[str, str] | None) -> Marker | None:
-    if not raw:
-        return None
-    return Marker(raw["targetImageID"], RebuildState(raw["state"]))

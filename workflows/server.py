@@ -6,7 +6,7 @@ one workflow, so there are no racing writers: the monitor part maps the read ont
 launchedAt latch and the marker; the reconciler part decides the rebuild. A converged server is polled
 on a durable timer (MONITOR_SECONDS) through the entity loop's resync.
 
-The rebuild marker lives in workflow state (self.st.extra["rebuild"]) and is mirrored to status.rebuild.
+The rebuild marker lives in workflow state (ServerState.rebuild) and is mirrored to status.rebuild.
 Arming and submitting happen in different passes, and passes are separated by a durable timer, so the
 armed marker is in history (the workflow task that set it completed) before Nova is asked to rebuild.
 """
@@ -17,23 +17,23 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import nova_io as io
+    from osprov.api import search_attributes as sa
     from osprov.api.common import AvailableReason
     from osprov.api.errors import CONFLICT, NOT_FOUND, TRANSIENT, UNKNOWN_OUTCOME
     from osprov.api.messages import ConditionState, EntityInput
-    from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec
+    from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec, ServerStatus
+    from osprov.api.registry import AVAILABLE
+    from osprov.api.state import ServerState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome, PassFailed, error_type, failure_message
+    from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.rebuild import (
         Action,
-        Marker,
         Observation,
-        marker_from_dict,
-        marker_to_dict,
         monitor,
         reconcile_pass,
     )
@@ -52,12 +52,12 @@ PATCH_REBUILD_ATTRIBUTE = "server-rebuild-search-attribute"  # upserts OsprovReb
 PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write during finalize (new command)
 PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
 
-_HEALTH = {
-    "ACTIVE": ("True", HealthyReason.HEALTHY),
-    "ERROR": ("False", HealthyReason.ERRORED),
-    "REBUILD": ("False", HealthyReason.PROVISIONING),
-    "BUILD": ("False", HealthyReason.PROVISIONING),
-    "UNKNOWN": ("Unknown", HealthyReason.UNKNOWN),
+_HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
+    "ACTIVE": (True, HealthyReason.HEALTHY),
+    "ERROR": (False, HealthyReason.ERRORED),
+    "REBUILD": (False, HealthyReason.PROVISIONING),
+    "BUILD": (False, HealthyReason.PROVISIONING),
+    "UNKNOWN": (None, HealthyReason.UNKNOWN),
 }
 _PHASE = {
     "BUILD": ServerPhase.BUILDING,
@@ -80,34 +80,24 @@ def k8s_time(nova_time: str) -> str:
 
 
 def healthy(status: str) -> ConditionState:
-    state, reason = _HEALTH.get(status, ("False", HealthyReason.DEGRADED))
-    return ConditionState(type=HEALTHY, status=state, reason=reason, message=f"Nova reports {status}")
+    ok, reason = _HEALTH.get(status, (False, HealthyReason.DEGRADED))
+    return ConditionState.of(HEALTHY, ok, reason, f"Nova reports {status}")
 
 
-def available(status: str, reason: AvailableReason, message: str) -> ConditionState:
-    return ConditionState(type="Available", status=status, reason=reason, message=message)
-
-
-SA_REBUILD = SearchAttributeKey.for_keyword("OsprovRebuild")
+def available(ok: bool, reason: AvailableReason, message: str) -> ConditionState:
+    return ConditionState.of(AVAILABLE, ok, reason, message)
 
 
 @workflow.defn(name="Server")
-class ServerWorkflow(Entity):
+class ServerWorkflow(Entity[ServerSpec, ServerState]):
     KIND = "Server"
+    STATE = ServerState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
     # ----- state helpers -------------------------------------------------------------------------
-    @property
-    def marker(self) -> Marker | None:
-        return marker_from_dict(self.st.extra.get("rebuild"))
-
-    @marker.setter
-    def marker(self, value: Marker | None) -> None:
-        self.st.extra["rebuild"] = marker_to_dict(value)
-
     def server_name(self) -> str:
         return f"server-{self.st.ref.uid}"
 
@@ -129,8 +119,8 @@ class ServerWorkflow(Entity):
 
     def waiting(self, seconds: float | None = None) -> float:
         """Next re-check while waiting on Nova: 1s growing to 10s unless a rule fixes it (P7a: 10s)."""
-        n = int(self.st.extra.get("waits", 0))
-        self.st.extra["waits"] = n + 1
+        n = self.k.waits
+        self.k.waits = n + 1
         return seconds if seconds is not None else min(WAIT_FIRST_SECONDS * WAIT_GROWTH**n, WAIT_MAX_SECONDS)
 
     # ----- the loop's hooks ----------------------------------------------------------------------
@@ -150,34 +140,32 @@ class ServerWorkflow(Entity):
     def set_step(self, step: str) -> None:
         # While a pass waits on Nova (a requeue timer), keep showing the decision it waits on (e.g.
         # "P7a: waiting for first boot") instead of the loop's generic idle text.
-        if step.startswith("idle") and self.st.extra.get("parked"):
+        if step.startswith("idle") and self.k.parked:
             step = f"P4a: parked: {PARK_MESSAGE}"
-        elif step.startswith("idle") and self.st.retry_at is not None and self.st.extra.get("step"):
-            step = f"{self.st.extra['step']} (re-check at {self.st.retry_at:%H:%M:%S})"
+        elif step.startswith("idle") and self.st.retry_at is not None and self.k.step:
+            step = f"{self.k.step} (re-check at {self.st.retry_at:%H:%M:%S})"
         elif not step.startswith(("idle", "reconciling")):
-            self.st.extra["step"] = step
+            self.k.step = step
         super().set_step(step)
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
         """OsprovRebuild = the marker's state, so `OsprovRebuild = 'Failed'` lists parked rebuilds."""
         if not workflow.patched(PATCH_REBUILD_ATTRIBUTE):  # runs started before it: no such upsert
             return []
-        m = self.marker
-        return [SA_REBUILD.value_set(str(m.state.value)) if m else SA_REBUILD.value_unset()]
+        m = self.k.rebuild
+        return [sa.REBUILD.value_set(str(m.state.value)) if m else sa.REBUILD.value_unset()]
 
-    def status_fields(self) -> dict[str, Any]:
-        x = self.st.extra
-        fields: dict[str, Any] = {
-            "serverID": self.st.ids.get("serverID"),
-            "phase": x.get("phase"),
-            "launchedAt": x.get("launchedAt"),
-            "macAddress": x.get("macAddress"),
-            "volumes": x.get("volumes"),
-        }
-        fields = {k: v for k, v in fields.items() if v is not None}
-        # Status is merge-patched: a cleared marker must be sent as null to be removed.
-        fields["rebuild"] = x.get("rebuild")
-        return fields
+    def status(self, base: StatusBase) -> ServerStatus:
+        k = self.k
+        return ServerStatus(
+            **base,
+            server_id=k.server_id,
+            phase=k.phase,
+            launched_at=k.launched_at,
+            mac_address=k.mac_address,
+            volumes=k.volumes,
+            rebuild=k.rebuild,  # a cleared marker is sent as null (workflows/status.py)
+        )
 
     # ----- one pass ------------------------------------------------------------------------------
     async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
@@ -185,11 +173,11 @@ class ServerWorkflow(Entity):
         read = await self.observe(spec, project)
         if read is None:  # a failed pre-boot server is being deleted before it is recreated
             return self.provisioning("waiting for the failed server to be deleted before recreating it")
-        self.st.ids["serverID"] = read.id
+        self.k.server_id = read.id
         obs = observation(read)
         health = self.apply_monitor(read, obs)
 
-        if read.status == "ERROR" and not obs.launched and "launchedAt" not in self.st.extra:
+        if read.status == "ERROR" and not obs.launched and self.k.launched_at is None:
             return await self.recreate_failed(spec, project, read)
         if not obs.launched and obs.ref == spec.image_id:
             self.set_step("waiting for ACTIVE (first boot)")
@@ -202,26 +190,24 @@ class ServerWorkflow(Entity):
         found = await call(
             io.GET_SERVER,
             io.ServerId(project=project, server_id=server_id),
-            io.ServerLookup,
             summary=f"read server {server_id}",
         )
         return found.server
 
     async def observe(self, spec: ServerSpec, project: io.Project) -> io.ServerRead | None:
         """Fresh read by stored ID; by exact name when none is stored; create when there is none."""
-        stored = self.st.ids.get("serverID")
+        stored = self.k.server_id
         if stored:
             read = await self.get(project, stored)
             if read is not None:
-                return read if self.st.extra.get("deleting") != read.id else None
-            self.st.ids.pop("serverID", None)
-            self.st.extra.pop("deleting", None)
+                return read if self.k.deleting != read.id else None
+            self.k.server_id = None
+            self.k.deleting = None
         name = self.server_name()
         self.set_step(f"looking up {name}")
         found = await call(
             io.FIND_SERVER,
             io.FindServer(project=project, name=name),
-            list[io.ServerRead],
             summary=f"find server {name}",
         )
         if len(found) > 1:
@@ -239,7 +225,7 @@ class ServerWorkflow(Entity):
                 reason=AvailableReason.ERRORED,
                 retry=False,
             )
-        self.st.extra["creates"] = creates + 1
+        self.k.creates = creates + 1
         self.set_step(f"creating {name}")
         return await call(
             io.CREATE_SERVER,
@@ -253,30 +239,29 @@ class ServerWorkflow(Entity):
                 user_data=spec.user_data,
                 metadata=self.metadata(spec),
             ),
-            io.ServerRead,
             summary=f"create server {name}",
         )
 
     def creates(self) -> int:
         """Servers created for the current generation: a changed spec gets a fresh bound."""
         generation = self.st.desired.generation if self.st.desired else 0
-        if self.st.extra.get("creates_generation") != generation:
-            self.st.extra["creates_generation"] = generation
-            self.st.extra["creates"] = 0
-        return int(self.st.extra.get("creates", 0))
+        if self.k.creates_generation != generation:
+            self.k.creates_generation = generation
+            self.k.creates = 0
+        return self.k.creates
 
     def apply_monitor(self, read: io.ServerRead, obs: Observation) -> ConditionState:
         """M1–M6 on the marker, the health mapping, and the write-once latches (observations only)."""
-        marker, rule = monitor(self.marker, obs)
-        if marker != self.marker:
+        marker, rule = monitor(self.k.rebuild, obs)
+        if marker != self.k.rebuild:
             workflow.logger.info("monitor advanced the rebuild marker", extra={"rule": rule})
-            self.marker = marker
-        x = self.st.extra
-        x["phase"] = _PHASE.get(read.status, ServerPhase.UNKNOWN).value
-        if read.launched_at and "launchedAt" not in x:
-            x["launchedAt"] = k8s_time(read.launched_at)
-        if read.status == "ACTIVE" and read.mac_address and "macAddress" not in x:
-            x["macAddress"] = read.mac_address
+            self.k.rebuild = marker
+        k = self.k
+        k.phase = _PHASE.get(read.status, ServerPhase.UNKNOWN)
+        if read.launched_at and k.launched_at is None:
+            k.launched_at = k8s_time(read.launched_at)
+        if read.status == "ACTIVE" and read.mac_address and k.mac_address is None:
+            k.mac_address = read.mac_address
         return healthy(read.status)
 
     async def recreate_failed(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> Outcome:
@@ -292,10 +277,9 @@ class ServerWorkflow(Entity):
         await call(
             io.DELETE_SERVER,
             io.ServerId(project=project, server_id=read.id),
-            bool,
             summary=f"delete failed server {read.id}",
         )
-        self.st.extra["deleting"] = read.id
+        self.k.deleting = read.id
         return self.provisioning("the server failed before its first boot; recreating it")
 
     async def ensure_metadata(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> None:
@@ -310,33 +294,29 @@ class ServerWorkflow(Entity):
     async def rebuild_pass(
         self, spec: ServerSpec, project: io.Project, obs: Observation, health: ConditionState
     ) -> Outcome:
-        decision = reconcile_pass(self.marker, obs, spec.image_id)
+        decision = reconcile_pass(self.k.rebuild, obs, spec.image_id)
         self.set_step(decision.step)
-        self.marker = decision.marker
-        self.st.extra.pop("parked", None)
+        self.k.rebuild = decision.marker
+        self.k.parked = False
         act = decision.action
         if act is Action.DONE:
-            self.st.extra["waits"] = 0
+            self.k.waits = 0
             ok = obs.status not in ("ERROR",)
-            if ok and (spec.volumes or self.st.extra.get("attached")):
+            if ok and (spec.volumes or self.k.attached):
                 problems = await self.reconcile_volumes(spec, project)
                 if problems:
                     return self.provisioning("; ".join(problems), health)
             return Outcome(
                 conditions=[
-                    available(
-                        "True",
-                        AvailableReason.PROVISIONED,
-                        f"server {self.st.ids['serverID']} is {obs.status}",
-                    )
+                    available(True, AvailableReason.PROVISIONED, f"server {self.k.server_id} is {obs.status}")
                     if ok
-                    else available("False", AvailableReason.ERRORED, "the server is in ERROR"),
+                    else available(False, AvailableReason.ERRORED, "the server is in ERROR"),
                     health,
                 ]
             )
         if act is Action.PARK:
-            self.st.extra["parked"] = True
-            return Outcome(conditions=[available("False", AvailableReason.ERRORED, PARK_MESSAGE), health])
+            self.k.parked = True
+            return Outcome(conditions=[available(False, AvailableReason.ERRORED, PARK_MESSAGE), health])
         if act in (Action.ARM, Action.FAIL):
             # Durable commit point: this pass ends, its workflow task completes with the marker in
             # state, and only a later pass (after a durable timer) may submit.
@@ -349,17 +329,17 @@ class ServerWorkflow(Entity):
 
     async def reconcile_volumes(self, spec: ServerSpec, project: io.Project) -> list[str]:
         """Attach every spec.volumes entry, detach the ones removed; returns user-safe problems."""
-        server = (project, self.st.ids["serverID"], self.st.ref.namespace)
-        res = await reconcile_attachments(
-            spec.volumes, set(self.st.extra.get("attached", [])), server, self.set_step
-        )
-        self.st.extra["attached"] = res.attached
-        self.st.extra["volumes"] = res.statuses
+        assert self.k.server_id is not None
+        server = (project, self.k.server_id, self.st.ref.namespace)
+        res = await reconcile_attachments(spec.volumes, set(self.k.attached), server, self.set_step)
+        self.k.attached = res.attached
+        self.k.volumes = res.statuses
         return res.problems
 
     async def submit(self, project: io.Project, image_id: str, health: ConditionState) -> Outcome:
         """P7e: the destructive call, sent once; every outcome but 2xx is decided by the next fresh read."""
-        server_id = self.st.ids["serverID"]
+        server_id = self.k.server_id
+        assert server_id is not None
         try:
             await call(
                 io.REBUILD,
@@ -379,11 +359,11 @@ class ServerWorkflow(Entity):
                     "rebuild outcome unknown; re-reading the server", health, seconds=WAIT_FIRST_SECONDS
                 )
             if kind == NOT_FOUND:
-                self.st.ids.pop("serverID", None)
+                self.k.server_id = None
             raise PassFailed(failure_message(err)) from None
-        marker = self.marker
+        marker = self.k.rebuild
         assert marker is not None
-        self.marker = Marker(marker.target_image_id, RebuildState.REBUILDING)
+        self.k.rebuild = marker.with_state(RebuildState.REBUILDING)
         self.set_step("P7e: rebuild accepted; waiting for it to settle")
         return self.accepted_stamp("rebuild accepted")
 
@@ -391,23 +371,18 @@ class ServerWorkflow(Entity):
     def provisioning(
         self, message: str, health: ConditionState | None = None, seconds: float | None = None
     ) -> Outcome:
-        conditions = [available("False", AvailableReason.PROVISIONING, message)]
+        conditions = [available(False, AvailableReason.PROVISIONING, message)]
         if health is not None:
             conditions.append(health)
         return Outcome(conditions=conditions, requeue_after=self.waiting(seconds))
 
     def accepted_stamp(self, message: str) -> Outcome:
         """The fixed stamp of an accepted rebuild (never derived from the rebuild response body)."""
-        self.st.extra["phase"] = ServerPhase.BUILDING.value
+        self.k.phase = ServerPhase.BUILDING
         return Outcome(
             conditions=[
-                available("False", AvailableReason.PROVISIONING, f"rebuilding: {message}"),
-                ConditionState(
-                    type=HEALTHY,
-                    status="False",
-                    reason=HealthyReason.PROVISIONING,
-                    message="rebuild in progress",
-                ),
+                available(False, AvailableReason.PROVISIONING, f"rebuilding: {message}"),
+                ConditionState.of(HEALTHY, False, HealthyReason.PROVISIONING, "rebuild in progress"),
             ],
             requeue_after=self.waiting(),
         )
@@ -420,7 +395,6 @@ class ServerWorkflow(Entity):
         found = await call(
             io.FIND_SERVER,
             io.FindServer(project=project, name=name),
-            list[io.ServerRead],
             summary=f"find server {name}",
         )
         for server in found:
@@ -428,7 +402,6 @@ class ServerWorkflow(Entity):
             await call(
                 io.DELETE_SERVER,
                 io.ServerId(project=project, server_id=server.id),
-                bool,
                 summary=f"delete server {server.id}",
             )
         announced = False
@@ -438,9 +411,9 @@ class ServerWorkflow(Entity):
                 if not announced and self.st.desired is not None and workflow.patched(PATCH_PHASE_DELETING):
                     # Nova deletes asynchronously: show what the finalizer waits for (Phase Deleting).
                     announced = True
-                    self.st.extra["phase"] = ServerPhase.DELETING.value
+                    self.k.phase = ServerPhase.DELETING
                     message = "waiting for Nova to delete the server"
                     await self._publish(
-                        self.st.desired, [available("False", AvailableReason.DEPROVISIONING, message)]
+                        self.st.desired, [available(False, AvailableReason.DEPROVISIONING, message)]
                     )
                 await workflow.sleep(DELETE_POLL_SECONDS)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import nova_io as io
-    from osprov.api.nova import ServerVolume
+    from osprov.api.nova import ServerVolume, ServerVolumeStatus
     from osprov.workflows.calls import call
     from osprov.workflows.entity import failure_message
 
@@ -24,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
 @dataclass
 class Attachments:
     attached: list[str]  # Volume names this server holds (sorted): what a later pass may detach
-    statuses: list[dict[str, Any]] = field(default_factory=list)  # status.volumes rows, spec order
+    statuses: list[ServerVolumeStatus] = field(default_factory=list)  # status.volumes rows, spec order
     problems: list[str] = field(default_factory=list)  # user-safe messages for Available
 
 
@@ -43,15 +42,13 @@ async def reconcile_attachments(
             project=project, server_id=server_id, namespace=namespace, volume=vol.volume, device=vol.device
         )
         try:
-            res = await call(io.ATTACH_VOLUME, req, io.AttachResult, summary=f"attach Volume {vol.volume}")
+            res = await call(io.ATTACH_VOLUME, req, summary=f"attach Volume {vol.volume}")
         except ActivityError as err:
-            out.statuses.append({"name": vol.volume, "message": failure_message(err)})
+            out.statuses.append(ServerVolumeStatus(name=vol.volume, message=failure_message(err)))
             out.problems.append(failure_message(err))
             continue
         attached.add(vol.volume)
-        out.statuses.append(
-            {"name": vol.volume, "device": res.device} if res.device else {"name": vol.volume}
-        )
+        out.statuses.append(ServerVolumeStatus(name=vol.volume, device=res.device))
     for name in sorted(attached - {v.volume for v in volumes}):
         set_step(f"detaching Volume {name}")
         req = io.VolumeAttachment(project=project, server_id=server_id, namespace=namespace, volume=name)

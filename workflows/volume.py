@@ -27,17 +27,17 @@ Delete (finalize, deletionPolicy=delete):
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import cinder_io as io
-    from osprov.api.cinder import VolumeSpec
+    from osprov.api.cinder import VolumeSpec, VolumeStatus
     from osprov.api.common import AvailableReason
     from osprov.api.messages import ConditionState, EntityInput
+    from osprov.api.registry import AVAILABLE
+    from osprov.api.state import VolumeState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome, PassFailed
+    from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
 
 # Poll intervals while waiting on Cinder (seconds): short first, since the fake backend and a healthy
 # Cinder settle in about a second; grown by half each time up to the cap, so a slow backend is not
@@ -48,7 +48,6 @@ POLL_MAX_SECONDS = 10.0
 # Reads per finalize before it gives up for this pass (the loop then retries with backoff), so one pass
 # never grows the history without bound.
 MAX_DELETE_POLLS = 30
-_POLLS = "cinder_polls"  # self.st.extra key: consecutive waiting passes (the poll backoff exponent)
 
 
 def poll_delay(polls: int) -> float:
@@ -56,13 +55,14 @@ def poll_delay(polls: int) -> float:
     return float(min(POLL_FIRST_SECONDS * POLL_GROWTH**polls, POLL_MAX_SECONDS))
 
 
-def _available(status: Literal["True", "False"], reason: AvailableReason, message: str) -> ConditionState:
-    return ConditionState(type="Available", status=status, reason=reason.value, message=message)
+def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionState:
+    return ConditionState.of(AVAILABLE, ok, reason, message)
 
 
 @workflow.defn(name="Volume")
-class VolumeWorkflow(Entity):
+class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
     KIND = "Volume"
+    STATE = VolumeState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -86,7 +86,6 @@ class VolumeWorkflow(Entity):
         return await call(
             io.FIND_VOLUMES,
             io.FindVolumes(scope=self._scope(spec), name=self.volume_name),
-            io.VolumeLookup,
             summary=f"find volume {self.volume_name} in {spec.project.domain}/{spec.project.name}",
         )
 
@@ -143,7 +142,6 @@ class VolumeWorkflow(Entity):
                     tags=spec.tags,
                     system=self._system_keys(spec),
                 ),
-                io.Volume,
                 summary=f"create volume {self.volume_name} ({spec.size} GiB)",
             )
         elif (
@@ -157,41 +155,35 @@ class VolumeWorkflow(Entity):
                 io.UpdateMetadata(
                     scope=self._scope(spec), id=volume.id, tags=spec.tags, system=self._system_keys(spec)
                 ),
-                bool,
                 summary=f"update metadata of volume {self.volume_name}",
             )
         return self._observe(volume)
 
     def _observe(self, volume: io.Volume) -> Outcome:
-        ids: dict[str, Any] = {"volumeID": volume.id, "size": volume.size}
+        self.k.volume_id, self.k.size = volume.id, volume.size
         if volume.status in io.PROVISIONED_STATUSES:  # S1
-            self.st.extra.pop(_POLLS, None)
+            self.k.polls = 0
             message = f"Cinder volume of {volume.size} GiB is {volume.status}"
-            return Outcome(conditions=[_available("True", AvailableReason.PROVISIONED, message)], ids=ids)
+            return Outcome(conditions=[_available(True, AvailableReason.PROVISIONED, message)])
         if io.is_error(volume.status):  # S2: terminal until the resource (or the volume) changes
-            self.st.extra.pop(_POLLS, None)
+            self.k.polls = 0
             self._log_error_state(volume)
             self.set_step("the volume is in an error state (details in the worker log)")
-            return Outcome(
-                conditions=[_available("False", AvailableReason.ERRORED, io.ERROR_MESSAGE)], ids=ids
-            )
+            return Outcome(conditions=[_available(False, AvailableReason.ERRORED, io.ERROR_MESSAGE)])
         # S3: accepted is not done; an unfamiliar state is never taken for convergence.
-        polls = int(self.st.extra.get(_POLLS, 0))
-        self.st.extra[_POLLS] = polls + 1
+        polls = self.k.polls
+        self.k.polls = polls + 1
         shown = volume.status if volume.status in io.KNOWN_TRANSITIONAL else "in an unfamiliar state"
         self.set_step(f"waiting for Cinder: the volume is {shown}")
         return Outcome(
             conditions=[
-                _available(
-                    "False", AvailableReason.PROVISIONING, f"waiting for Cinder: the volume is {shown}"
-                )
+                _available(False, AvailableReason.PROVISIONING, f"waiting for Cinder: the volume is {shown}")
             ],
-            ids=ids,
             requeue_after=poll_delay(polls),
         )
 
-    def status_fields(self) -> dict[str, Any]:
-        return {key: self.st.ids[key] for key in ("volumeID", "size") if key in self.st.ids}
+    def status(self, base: StatusBase) -> VolumeStatus:
+        return VolumeStatus(**base, volume_id=self.k.volume_id, size=self.k.size)
 
     def failure_condition(self, reason: str, message: str) -> ConditionState:
         # Every failure is reported with one of the Available reasons (the loop's generic ReconcileError
@@ -200,7 +192,7 @@ class VolumeWorkflow(Entity):
         if reason not in known:
             deleting = self.st.desired is not None and (self.st.desired.deleting or self.st.desired.gone)
             reason = (AvailableReason.DEPROVISIONING if deleting else AvailableReason.PROVISIONING).value
-        return ConditionState(type="Available", status="False", reason=reason, message=message)
+        return ConditionState.of(AVAILABLE, False, reason, message)
 
     # ----- delete --------------------------------------------------------------------------------
     async def finalize(self, spec: VolumeSpec) -> None:
@@ -226,7 +218,6 @@ class VolumeWorkflow(Entity):
                 await call(
                     io.DELETE_VOLUME,
                     io.DeleteVolume(scope=self._scope(spec), id=volume.id),
-                    io.DeleteResult,
                     summary=f"delete volume {self.volume_name}",
                 )
             if not announced and poll > 0 and self.st.desired is not None:
@@ -234,11 +225,14 @@ class VolumeWorkflow(Entity):
                 # delete Cinder finishes at once costs no status write).
                 announced = True
                 condition = _available(
-                    "False", AvailableReason.DEPROVISIONING, "waiting for Cinder to delete the volume"
+                    False, AvailableReason.DEPROVISIONING, "waiting for Cinder to delete the volume"
                 )
                 await self._publish(self.st.desired, [condition])
             self.set_step(f"waiting for Cinder to delete the volume (it is {volume.status})")
-            await workflow.sleep(poll_delay(poll))  # D6 and after D3: a later read must confirm absence
+            # D6 and after D3: a later read must confirm absence
+            await workflow.sleep(
+                poll_delay(poll), summary=f"wait for Cinder to delete the volume (it is {volume.status})"
+            )
         raise PassFailed(
             "Cinder has not finished deleting the volume yet — still waiting",
             reason=AvailableReason.DEPROVISIONING.value,

@@ -1,8 +1,13 @@
-"""Test helpers: check a CRD schema is structural, and evaluate its CEL rules with cel-python.
+"""Test helpers: check a CRD schema is structural, evaluate its CEL rules with cel-python, check its OpenAPI
+value keywords the way kube-apiserver does.
 
 The evaluator walks an object alongside its schema the way the API server does: a rule runs on every node
 that is present, `self` bound to the node and, for transition rules, `oldSelf` to the same node of the old
-object (list items of x-kubernetes-list-type=map lists are matched by key, as Kubernetes does).
+object (list items of x-kubernetes-list-type=map lists are matched by key, as Kubernetes does). CEL gets the
+Kubernetes string library subset the kube emulator provides (trim, split, ...).
+
+`openapi_violations` checks lengths, counts, bounds and patterns; patterns are matched with RE2, the engine
+kube-apiserver uses (Go's regexp), so "x\n" does not match ^x$ there.
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import celpy
+import re2
+
+from devenv.kube.cel_ext import FUNCTIONS
 
 _ENV = celpy.Environment()
 Schema = dict[str, Any]
@@ -56,7 +64,7 @@ def all_rules(schema: Schema) -> list[str]:
 
 
 def compile_rule(rule: str) -> Any:
-    return _ENV.program(_ENV.compile(rule))
+    return _ENV.program(_ENV.compile(rule), functions=FUNCTIONS)
 
 
 def _evaluate(rule: str, value: Any, old: Any) -> bool:
@@ -94,3 +102,42 @@ def violations(schema: Schema, value: Any, old: Any = _MISSING, where: str = "")
                 old_item = next((o for o in old if all(o.get(k) == item.get(k) for k in keys)), _MISSING)
             messages += violations(schema["items"], item, old_item, f"{where}[{index}]")
     return messages
+
+
+def openapi_violations(schema: Schema, value: Any, where: str = "") -> list[str]:
+    """Value keywords `value` breaks: min/maxLength, pattern (RE2), min/maxItems, maxProperties, bounds,
+    required, enum. (Types and pruning are the emulator's business; these are what the limits use.)"""
+    found: list[str] = []
+    if "enum" in schema and value not in schema["enum"]:
+        found.append(f"{where}: not one of {schema['enum']}")
+    if isinstance(value, str):
+        if len(value) > schema.get("maxLength", len(value)):
+            found.append(f"{where}: longer than {schema['maxLength']}")
+        if len(value) < schema.get("minLength", 0):
+            found.append(f"{where}: shorter than {schema['minLength']}")
+        if "pattern" in schema and re2.search(schema["pattern"], value) is None:
+            found.append(f"{where}: does not match {schema['pattern']}")
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, int | float):
+        if value > schema.get("maximum", value) or value < schema.get("minimum", value):
+            found.append(f"{where}: outside [{schema.get('minimum')}, {schema.get('maximum')}]")
+    elif isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            found.append(f"{where}: more than {schema['maxItems']} items")
+        for index, item in enumerate(value):
+            found += openapi_violations(schema.get("items", {}), item, f"{where}[{index}]")
+    elif isinstance(value, dict):
+        if len(value) > schema.get("maxProperties", len(value)):
+            found.append(f"{where}: more than {schema['maxProperties']} properties")
+        found += [f"{where}.{name}: required" for name in schema.get("required", []) if name not in value]
+        for name, item in value.items():
+            sub = schema.get("properties", {}).get(name, schema.get("additionalProperties"))
+            if isinstance(sub, dict):
+                found += openapi_violations(sub, item, f"{where}.{name}")
+    return found
+
+
+def admission_violations(schema: Schema, value: Any, old: Any = _MISSING) -> list[str]:
+    """Everything kube-apiserver would reject `value` for: OpenAPI keywords, then CEL rules."""
+    return openapi_violations(schema, value) + violations(schema, value, old)

@@ -146,9 +146,8 @@ def test_two_listeners_cannot_share_protocol_and_port() -> None:
 def test_load_balancer_field_errors() -> None:
     slow = _with_listener(LB, 0, healthCheck={**HTTP["healthCheck"], "timeoutSeconds": 10})  # type: ignore[dict-item]
     assert "timeoutSeconds must not exceed" in _error(LoadBalancerSpec, slow)
-    assert "does not appear to be an IPv4 or IPv6 network" in _error(
-        LoadBalancerSpec, _with_listener(LB, 0, allowedCIDRs=["10.0.0.300/8"])
-    )
+    bad_cidr = _error(LoadBalancerSpec, _with_listener(LB, 0, allowedCIDRs=["10.0.0.300/8"]))
+    assert "listeners.0.allowedCIDRs.0" in bad_cidr and "must be an IPv4 or IPv6 CIDR" in bad_cidr
     assert "String should match pattern" in _error(LoadBalancerSpec, _with_listener(LB, 0, name="Web_1"))
     assert "'TCP' or 'UDP'" in _error(LoadBalancerSpec, _with_listener(LB, 0, protocol="HTTP"))
 

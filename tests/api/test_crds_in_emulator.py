@@ -118,6 +118,30 @@ def test_defaults_are_applied(applied: RunningEmulator) -> None:
             [{"op": "add", "path": "/spec/listeners/1/idleTimeoutSeconds", "value": 30}],
             "UDP listeners take no idleTimeoutSeconds",
         ),
+        (
+            "domain/cinder-service",
+            "merge",
+            {"spec": {"name": "admin"}},
+            'spec.name: Invalid value: "string": spec.name is immutable: create a new resource',
+        ),
+        (
+            "endpoints.keystone.osh.openstack.org/cinder-volumev3",
+            "merge",
+            {"spec": {"region": "RegionTwo"}},
+            'spec.region: Invalid value: "string": spec.region is immutable',
+        ),
+        (
+            "server/demo-server",
+            "merge",
+            {"spec": {"keypair": "late"}},
+            'spec.keypair: Invalid value: "object": spec.keypair cannot change',
+        ),
+        (
+            "loadbalancer/demo-lb",
+            "merge",
+            {"spec": {"vipNetworkID": "elsewhere"}},
+            "spec.vipNetworkID cannot change: Octavia cannot move a VIP",
+        ),
     ],
 )
 def test_admission_rejects_with_a_clear_message(
@@ -125,6 +149,37 @@ def test_admission_rejects_with_a_clear_message(
 ) -> None:
     result = kubectl(applied, "patch", "-n", NS, resource, f"--type={patch_type}", "-p", json.dumps(patch))
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+BAD_ENDPOINT = """
+apiVersion: keystone.osh.openstack.org/v1alpha1
+kind: Endpoint
+metadata:
+  name: bad-endpoint
+spec:
+  service:
+    name: cinderv3
+    type: Volume V3
+  region: a/../../users
+  urls:
+    public: http://admin:secret@cinder.example/v3
+"""
+
+
+def test_kubectl_apply_names_every_bad_field_and_why(applied: RunningEmulator) -> None:
+    """What a user sees: kubectl prints one line per rejected field, in the apiserver's usual format."""
+    result = kubectl(applied, "apply", "-n", NS, "-f", "-", stdin=BAD_ENDPOINT)
+    assert result.returncode != 0
+    assert 'The Endpoint "bad-endpoint" is invalid' in result.stderr
+    assert 'spec.region: Invalid value: "a/../../users": spec.region in body should match' in result.stderr
+    assert (
+        'spec.service.type: Invalid value: "Volume V3": spec.service.type in body should match'
+        in result.stderr
+    )
+    assert "spec.urls.public: Invalid value: " in result.stderr  # user:password@ in the authority
+    assert (
+        kubectl(applied, "get", "-n", NS, "endpoints.keystone.osh.openstack.org/bad-endpoint").returncode != 0
+    )
 
 
 def test_allowed_changes_are_accepted(applied: RunningEmulator) -> None:

@@ -120,10 +120,13 @@ def test_unchanged_password_over_many_forced_resyncs_causes_zero_failed_logins(
     user_id, password = make_user(osprov, domain, "steady", "steady-pw")
     wf = workflow_id(osprov, "User", "steady")
     before = login_record(user_id)
-    probes = activity_runs(osprov.stack, wf, io.PROBE_PASSWORD)
+    probes = activity_runs(osprov.stack, wf, io.PROBE_PASSWORD.name)
     # Resync every 2 s: wait for six more forced probes, each one a real login with the Secret's password.
     wait_for(
-        lambda: activity_runs(osprov.stack, wf, io.PROBE_PASSWORD) >= probes + 6, "six forced probes", 90, 1
+        lambda: activity_runs(osprov.stack, wf, io.PROBE_PASSWORD.name) >= probes + 6,
+        "six forced probes",
+        90,
+        1,
     )
     # Keystone resets its counter on every successful login, so the counter alone could hide a failure
     # between two probes; but a probe rejected with 401 is always followed by a password write, so "no
@@ -131,7 +134,7 @@ def test_unchanged_password_over_many_forced_resyncs_causes_zero_failed_logins(
     after = login_record(user_id)
     assert after.failed_auth_count == 0 and after.failed_auth_at is None
     assert after.password_row == before.password_row, "an unchanged password was written again"
-    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD) == 1  # the create only
+    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD.name) == 1  # the create only
     assert authenticates(osprov.stack, user_id, password)
 
 
@@ -189,7 +192,7 @@ def test_keystone_outage_mid_reconcile_writes_no_password_and_recovers(
     user_id, password = make_user(osprov, domain, "outage", "outage-pw")
     before = login_record(user_id)
     wf = workflow_id(osprov, "User", "outage")
-    writes = activity_runs(osprov.stack, wf, io.SET_PASSWORD)
+    writes = activity_runs(osprov.stack, wf, io.SET_PASSWORD.name)
     proxy.set_fault(Fault.RESET, drop_existing=True)  # Keystone unreachable for the worker
     try:
         osprov.apply(
@@ -210,7 +213,7 @@ def test_keystone_outage_mid_reconcile_writes_no_password_and_recovers(
     osprov.wait_ready("User", "outage", generation=2, timeout_s=120)
     after = login_record(user_id)
     assert after.password_row == before.password_row and after.failed_auth_count == 0
-    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD) == writes
+    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD.name) == writes
     assert ks.get_user(user_id).description == "changed during the outage"
     assert authenticates(osprov.stack, user_id, password)
 
@@ -238,7 +241,7 @@ def test_keystone_stopped_mid_reconcile_writes_no_password_and_recovers_on_resta
     ready_status(osprov, "User", "stopped", generation=2, timeout_s=180)
     after = login_record(user_id)
     assert after.password_row == before.password_row and after.failed_auth_count == 0
-    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD) == 1  # the create only
+    assert activity_runs(osprov.stack, wf, io.SET_PASSWORD.name) == 1  # the create only
     assert ks.get_user(user_id).description == "changed while Keystone was down"
     assert authenticates(osprov.stack, user_id, password)
 

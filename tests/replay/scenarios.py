@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from osprov.api.ownership import ObjectKey
 from tests.workflows import fakes_cinder, fakes_nova, fakes_octavia
 from tests.workflows.harness import Harness, eventually
 
@@ -65,7 +66,15 @@ async def _passes(h: Harness, wf: Any, n: int) -> bool:
     return (await h.state(wf)).passes >= n
 
 
+async def keystone_object(h: Harness, _: str) -> str:
+    """A user's object workflow through a User's lifecycle: created with its password, probed on the
+    resync, patched, deleted when its delete-policy claimant goes."""
+    await lifecycle(h, "User")
+    return ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone)
+
+
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
+SCENARIOS["KeystoneObject"] = keystone_object
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario

@@ -23,13 +23,18 @@ def test_every_workflow_type_has_a_recorded_history() -> None:
     )
 
 
-# histories/*.json: recorded on the time-skipping server (python -m tests.replay.record), which has no
-# custom search attributes, so they carry no upserts. histories/local-stack/: exported from workflows
-# that ran on the local stack with the production config (upserts on), started by older code and
-# continued by newer code (temporal workflow show -o json, payloads decoded by the codec server).
+# histories/*.json: recorded from the current code on the time-skipping server (python -m
+# tests.replay.record), which has no custom search attributes, so they carry no upserts. histories/v0.1/:
+# the same scenarios recorded by release 0.1 (before the Keystone objects' own workflows): runs started
+# then must still replay. histories/local-stack/: exported from workflows that ran on the local stack
+# with the production config (upserts on), started by older code and continued by newer code (temporal
+# workflow show -o json, payloads decoded by the codec server).
+RECORDED = ["*.json", "v0.1/*.json", "local-stack/*.json"]
+
+
 @pytest.mark.parametrize(
     "path",
-    sorted(HISTORIES.glob("*.json")) + sorted(HISTORIES.glob("local-stack/*.json")),
+    [p for pattern in RECORDED for p in sorted(HISTORIES.glob(pattern))],
     ids=lambda p: str(p.relative_to(HISTORIES).with_suffix("")),
 )
 async def test_history_replays(path: Path) -> None:

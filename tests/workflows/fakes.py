@@ -11,8 +11,9 @@ from typing import Any
 
 from temporalio import activity
 
-from osprov.activities import errors
+from osprov.activities import errors, ownership
 from osprov.api import keystone_io as io
+from osprov.api import ownership as own
 from osprov.api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
 
 
@@ -21,11 +22,18 @@ class FakeCloud:
     objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
     finalizers: list[str] = field(default_factory=list)
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
     secrets: dict[str, str] = field(default_factory=dict)  # "ns/name/key" -> value (stays in the fake)
     passwords: dict[str, str] = field(default_factory=dict)  # user id -> password Keystone holds
     grants: set[str] = field(default_factory=set)
+    # The operator policy the fake worker applies (the real one reads the environment and the controller's
+    # own identity from Keystone): controller object paths -> why they are protected.
+    controller: dict[str, str] = field(default_factory=dict)
+    object_workflows: set[str] = field(
+        default_factory=set
+    )  # KeystoneObject workflows started (closed at the end)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -47,10 +55,10 @@ class FakeCloud:
     def activities(self) -> list[Any]:
         cloud = self
 
-        @activity.defn(name=io.FIND)
+        @activity.defn(name=io.FIND.name)
         async def find(req: io.Find) -> list[io.KeystoneObject]:
-            cloud.calls.append(io.FIND)
-            cloud._maybe_fail(io.FIND)
+            cloud.calls.append(io.FIND.name)
+            cloud._maybe_fail(io.FIND.name)
             want = req.effective_filters()
             return [
                 o
@@ -58,31 +66,33 @@ class FakeCloud:
                 if all(str(o.fields.get(k) if k != "id" else o.id) == v for k, v in want.items())
             ]
 
-        @activity.defn(name=io.CREATE)
+        @activity.defn(name=io.CREATE.name)
         async def create(req: io.Create) -> io.KeystoneObject:
-            cloud.calls.append(io.CREATE)
-            cloud._maybe_fail(io.CREATE)
+            cloud.calls.append(io.CREATE.name)
+            cloud._maybe_fail(io.CREATE.name)
             existing = await find(req.find)
             cloud.calls.pop()
             return existing[0] if existing else cloud.add(req.kind, **req.fields)
 
-        @activity.defn(name=io.UPDATE)
+        @activity.defn(name=io.UPDATE.name)
         async def update(req: io.Update) -> io.KeystoneObject:
-            cloud.calls.append(io.UPDATE)
+            cloud.calls.append(io.UPDATE.name)
             old = cloud.objects[req.kind][req.id]
             new = io.KeystoneObject(kind=old.kind, id=old.id, fields=old.fields | req.fields)
             cloud.objects[req.kind][req.id] = new
             return new
 
-        @activity.defn(name=io.DELETE)
+        @activity.defn(name=io.DELETE.name)
         async def delete(req: io.Delete) -> bool:
-            cloud.calls.append(io.DELETE)
+            cloud.calls.append(io.DELETE.name)
             return cloud.objects.get(req.kind, {}).pop(req.id, None) is not None
 
         @activity.defn(name="kube.patch_status")
         async def patch_status(req: PatchStatus) -> WriteResult:
             cloud.calls.append("kube.patch_status")
             cloud.statuses.append(req.status)
+            merged = cloud.status_by_uid.get(req.obj.uid, {}) | req.status  # a JSON merge patch, top level
+            cloud.status_by_uid[req.obj.uid] = {k: v for k, v in merged.items() if v is not None}
             return WriteResult(exists=True, changed=True)
 
         @activity.defn(name="kube.add_finalizer")
@@ -110,38 +120,58 @@ class FakeCloud:
             secret_value(req)
             return SecretVersion(resource_version="1")
 
-        @activity.defn(name=io.PROBE_PASSWORD)
+        @activity.defn(name=io.PROBE_PASSWORD.name)
         async def probe_password(req: io.Probe) -> io.ProbeResult:
-            cloud.calls.append(io.PROBE_PASSWORD)
+            cloud.calls.append(io.PROBE_PASSWORD.name)
             ok = cloud.passwords.get(req.user_id) == secret_value(req.secret)
             return io.ProbeResult(outcome="valid" if ok else "unauthorized")
 
-        @activity.defn(name=io.SET_PASSWORD)
+        @activity.defn(name=io.SET_PASSWORD.name)
         async def set_password(req: io.SetPassword) -> None:
-            cloud.calls.append(io.SET_PASSWORD)
+            cloud.calls.append(io.SET_PASSWORD.name)
             cloud.passwords[req.user_id] = secret_value(req.secret)
 
         def grant_key(g: io.Grant) -> str:
             return g.model_dump_json()
 
-        @activity.defn(name=io.CHECK_GRANT)
+        @activity.defn(name=io.CHECK_GRANT.name)
         async def check_grant(req: io.Grant) -> bool:
-            cloud.calls.append(io.CHECK_GRANT)
+            cloud.calls.append(io.CHECK_GRANT.name)
             return grant_key(req) in cloud.grants
 
-        @activity.defn(name=io.PUT_GRANT)
+        @activity.defn(name=io.PUT_GRANT.name)
         async def put_grant(req: io.Grant) -> None:
-            cloud.calls.append(io.PUT_GRANT)
+            cloud.calls.append(io.PUT_GRANT.name)
             cloud.grants.add(grant_key(req))
 
-        @activity.defn(name=io.REVOKE_GRANT)
+        @activity.defn(name=io.REVOKE_GRANT.name)
         async def revoke_grant(req: io.Grant) -> bool:
-            cloud.calls.append(io.REVOKE_GRANT)
+            cloud.calls.append(io.REVOKE_GRANT.name)
             present = grant_key(req) in cloud.grants
             cloud.grants.discard(grant_key(req))
             return present
 
+        @activity.defn(name=own.POLICY.name)
+        async def policy(req: own.ObjectKey) -> own.Policy:
+            cloud.calls.append(own.POLICY.name)
+            return ownership.policy_for(req, cloud.controller)
+
+        @activity.defn(name=own.CLAIM.name)
+        async def claim(req: own.Claim) -> None:
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            await ownership.claim(req)
+
+        @activity.defn(name=own.WATCH.name)
+        async def watch(req: own.Watch) -> None:
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            await ownership.watch(req)
+
         return [
+            claim,
+            watch,
+            ownership.release,
+            ownership.unwatch,
+            policy,
             find,
             create,
             update,

@@ -96,16 +96,16 @@ class FakeCinder:
     def activities(self) -> list[Any]:
         cinder = self
 
-        @activity.defn(name=io.FIND_VOLUMES)
+        @activity.defn(name=io.FIND_VOLUMES.name)
         async def find_volumes(req: io.FindVolumes) -> io.VolumeLookup:
-            cinder._enter(io.FIND_VOLUMES)
+            cinder._enter(io.FIND_VOLUMES.name)
             if not cinder._exists(req.scope):
                 return io.VolumeLookup(project_found=False)
             return io.VolumeLookup(project_found=True, volumes=cinder._read(req.scope, req.name))
 
-        @activity.defn(name=io.CREATE_VOLUME)
+        @activity.defn(name=io.CREATE_VOLUME.name)
         async def create_volume(req: io.CreateVolume) -> io.Volume:
-            cinder._enter(io.CREATE_VOLUME)
+            cinder._enter(io.CREATE_VOLUME.name)
             if not cinder._exists(req.scope):
                 raise errors.not_found("project does not exist")
             existing = cinder._read(req.scope, req.name)
@@ -120,18 +120,18 @@ class FakeCinder:
                 id=vol.id, name=vol.name, status="creating", size=vol.size, metadata=vol.metadata
             )
 
-        @activity.defn(name=io.UPDATE_METADATA)
+        @activity.defn(name=io.UPDATE_METADATA.name)
         async def update_metadata(req: io.UpdateMetadata) -> bool:
-            cinder._enter(io.UPDATE_METADATA)
+            cinder._enter(io.UPDATE_METADATA.name)
             vol = cinder.volumes[req.id]
             want = io.volume_metadata(req.tags, req.system | {"region": REGION})
             kept = {k: v for k, v in vol.metadata.items() if not k.startswith(io.TAG_PREFIX) or k in want}
             vol.metadata = kept | want
             return True
 
-        @activity.defn(name=io.DELETE_VOLUME)
+        @activity.defn(name=io.DELETE_VOLUME.name)
         async def delete_volume(req: io.DeleteVolume) -> io.DeleteResult:
-            cinder._enter(io.DELETE_VOLUME)
+            cinder._enter(io.DELETE_VOLUME.name)
             vol = cinder.volumes.get(req.id)
             if vol is None or vol.deleted:
                 return io.DeleteResult(outcome="absent")
@@ -183,7 +183,7 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         wf = await ch.apply(kind, spec, name="replay", uid="replay-volume")
         await ch.until(lambda: ch.condition().get("reason") == "Provisioned", "volume provisioned")
         await h.env.sleep(601)
-        await ch.until(lambda: cinder.count(io.FIND_VOLUMES) >= 4, "volume resynced")
+        await ch.until(lambda: cinder.count(io.FIND_VOLUMES.name) >= 4, "volume resynced")
         changed = spec | {"tags": {"team": "replay"}}
         await ch.signal(wf, 2, changed, finalizers=[FINALIZER])
         await ch.until(lambda: ch.status().get("observedGeneration") == 2, "generation 2")

@@ -85,20 +85,20 @@ class FakeNova:
         def named(name: str) -> list[FakeServer]:
             return sorted((s for s in nova.servers.values() if s.name == name), key=lambda s: s.id)
 
-        @activity.defn(name=io.FIND_SERVER)
+        @activity.defn(name=io.FIND_SERVER.name)
         async def find_server(req: io.FindServer) -> list[io.ServerRead]:
-            nova.calls.append(io.FIND_SERVER)
+            nova.calls.append(io.FIND_SERVER.name)
             return [s.read() for s in named(req.name)]
 
-        @activity.defn(name=io.GET_SERVER)
+        @activity.defn(name=io.GET_SERVER.name)
         async def get_server(req: io.ServerId) -> io.ServerLookup:
-            nova.calls.append(io.GET_SERVER)
+            nova.calls.append(io.GET_SERVER.name)
             server = nova.servers.get(req.server_id)
             return io.ServerLookup(server=server.read() if server else None)
 
-        @activity.defn(name=io.CREATE_SERVER)
+        @activity.defn(name=io.CREATE_SERVER.name)
         async def create_server(req: io.CreateServer) -> io.ServerRead:
-            nova.calls.append(io.CREATE_SERVER)
+            nova.calls.append(io.CREATE_SERVER.name)
             existing = named(req.name)
             if existing:
                 return existing[0].read()
@@ -106,9 +106,9 @@ class FakeNova:
             server.metadata = dict(req.metadata)
             return server.read()
 
-        @activity.defn(name=io.DELETE_SERVER)
+        @activity.defn(name=io.DELETE_SERVER.name)
         async def delete_server(req: io.ServerId) -> bool:
-            nova.calls.append(io.DELETE_SERVER)
+            nova.calls.append(io.DELETE_SERVER.name)
             if req.server_id not in nova.servers:
                 return False
             if nova.vanish_on_delete:
@@ -117,14 +117,14 @@ class FakeNova:
                 nova.servers[req.server_id].task_state = "deleting"
             return True
 
-        @activity.defn(name=io.SET_METADATA)
+        @activity.defn(name=io.SET_METADATA.name)
         async def set_metadata(req: io.SetMetadata) -> None:
-            nova.calls.append(io.SET_METADATA)
+            nova.calls.append(io.SET_METADATA.name)
             nova.servers[req.server_id].metadata.update(req.metadata)
 
-        @activity.defn(name=io.REBUILD)
+        @activity.defn(name=io.REBUILD.name)
         async def rebuild(req: io.Rebuild) -> None:
-            nova.calls.append(io.REBUILD)
+            nova.calls.append(io.REBUILD.name)
             nova.submits.append(req.image_id)
             outcome = nova.submit_outcomes.pop(0) if nova.submit_outcomes else "accept"
             server = nova.servers[req.server_id]
@@ -137,9 +137,9 @@ class FakeNova:
             if outcome.startswith("lost"):
                 raise errors.error(api_errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
 
-        @activity.defn(name=io.ATTACH_VOLUME)
+        @activity.defn(name=io.ATTACH_VOLUME.name)
         async def attach_volume(req: io.VolumeAttachment) -> io.AttachResult:
-            nova.calls.append(io.ATTACH_VOLUME)
+            nova.calls.append(io.ATTACH_VOLUME.name)
             if req.volume not in nova.volumes:
                 raise errors.not_found(f"attach Volume {req.volume}: the Volume has no Cinder volume (yet)")
             server, device = nova.volumes[req.volume]
@@ -152,9 +152,9 @@ class FakeNova:
                 nova.volumes[req.volume] = (req.server_id, device)
             return io.AttachResult(device=device)
 
-        @activity.defn(name=io.DETACH_VOLUME)
+        @activity.defn(name=io.DETACH_VOLUME.name)
         async def detach_volume(req: io.VolumeAttachment) -> None:
-            nova.calls.append(io.DETACH_VOLUME)
+            nova.calls.append(io.DETACH_VOLUME.name)
             if nova.volumes.get(req.volume, (None, None))[0] == req.server_id:
                 nova.volumes[req.volume] = (None, None)
 

@@ -124,16 +124,16 @@ class FakeOctavia:
     def activities(self) -> list[Any]:
         o = self
 
-        @activity.defn(name=io.FIND_LOAD_BALANCER)
+        @activity.defn(name=io.FIND_LOAD_BALANCER.name)
         async def find_load_balancer(req: io.FindLoadBalancer) -> list[io.LoadBalancerView]:
-            o._record(io.FIND_LOAD_BALANCER, req.scope)
+            o._record(io.FIND_LOAD_BALANCER.name, req.scope)
             return [
                 o._read_lb(lb) for lb in sorted(o.lbs.values(), key=lambda v: v.id) if lb.name == req.name
             ]
 
-        @activity.defn(name=io.CREATE_LOAD_BALANCER)
+        @activity.defn(name=io.CREATE_LOAD_BALANCER.name)
         async def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
-            o._record(io.CREATE_LOAD_BALANCER, req.scope)
+            o._record(io.CREATE_LOAD_BALANCER.name, req.scope)
             existing = [lb for lb in o.lbs.values() if lb.name == req.name]
             if existing:
                 return existing[0]
@@ -156,14 +156,14 @@ class FakeOctavia:
                 if owner.get(x.id) == req.load_balancer_id and x.name.startswith(req.prefix)
             ]
 
-        @activity.defn(name=io.LIST_LISTENERS)
+        @activity.defn(name=io.LIST_LISTENERS.name)
         async def list_listeners(req: io.ListChildren) -> list[io.ListenerView]:
-            o._record(io.LIST_LISTENERS, req.scope)
+            o._record(io.LIST_LISTENERS.name, req.scope)
             return children(o.listeners, o._listener_lb, req)
 
-        @activity.defn(name=io.CREATE_LISTENER)
+        @activity.defn(name=io.CREATE_LISTENER.name)
         async def create_listener(req: io.CreateListener) -> io.ListenerView:
-            o._record(io.CREATE_LISTENER, req.scope)
+            o._record(io.CREATE_LISTENER.name, req.scope)
             o._lock(req.load_balancer_id)
             if any(x.port == req.port and x.protocol == req.protocol for x in o.listeners.values()):
                 raise errors.conflict(f"another listener uses {req.protocol}/{req.port}")
@@ -182,22 +182,22 @@ class FakeOctavia:
             o._listener_lb[x.id] = req.load_balancer_id
             return x
 
-        @activity.defn(name=io.UPDATE_LISTENER)
+        @activity.defn(name=io.UPDATE_LISTENER.name)
         async def update_listener(req: io.UpdateListener) -> io.ListenerView:
-            o._record(io.UPDATE_LISTENER, req.scope)
+            o._record(io.UPDATE_LISTENER.name, req.scope)
             o._lock(o._listener_lb[req.id])
             fields = req.model_dump(exclude_none=True, exclude={"scope", "id"})
             o.listeners[req.id] = o.listeners[req.id].model_copy(update=fields)
             return o.listeners[req.id]
 
-        @activity.defn(name=io.LIST_POOLS)
+        @activity.defn(name=io.LIST_POOLS.name)
         async def list_pools(req: io.ListChildren) -> list[io.PoolView]:
-            o._record(io.LIST_POOLS, req.scope)
+            o._record(io.LIST_POOLS.name, req.scope)
             return children(o.pools, o._pool_lb, req)
 
-        @activity.defn(name=io.CREATE_POOL)
+        @activity.defn(name=io.CREATE_POOL.name)
         async def create_pool(req: io.CreatePool) -> io.PoolView:
-            o._record(io.CREATE_POOL, req.scope)
+            o._record(io.CREATE_POOL.name, req.scope)
             o._lock(req.load_balancer_id)
             p = io.PoolView(
                 id=o.new_id("pool"),
@@ -211,21 +211,21 @@ class FakeOctavia:
             o.members[p.id] = []
             return p
 
-        @activity.defn(name=io.UPDATE_POOL)
+        @activity.defn(name=io.UPDATE_POOL.name)
         async def update_pool(req: io.UpdatePool) -> io.PoolView:
-            o._record(io.UPDATE_POOL, req.scope)
+            o._record(io.UPDATE_POOL.name, req.scope)
             o._lock(o._pool_lb[req.id])
             o.pools[req.id] = o.pools[req.id].model_copy(update={"lb_algorithm": req.lb_algorithm})
             return o.pools[req.id]
 
-        @activity.defn(name=io.LIST_MEMBERS)
+        @activity.defn(name=io.LIST_MEMBERS.name)
         async def list_members(req: io.PoolRef) -> list[io.MemberView]:
-            o._record(io.LIST_MEMBERS, req.scope)
+            o._record(io.LIST_MEMBERS.name, req.scope)
             return sorted(o.members.get(req.pool_id, []), key=lambda m: (m.address, m.port))
 
-        @activity.defn(name=io.REPLACE_MEMBERS)
+        @activity.defn(name=io.REPLACE_MEMBERS.name)
         async def replace_members(req: io.ReplaceMembers) -> None:
-            o._record(io.REPLACE_MEMBERS, req.scope)
+            o._record(io.REPLACE_MEMBERS.name, req.scope)
             o._lock(o._pool_lb[req.pool_id])
             o.members[req.pool_id] = [
                 io.MemberView(
@@ -234,18 +234,18 @@ class FakeOctavia:
                 for m in req.members
             ]
 
-        @activity.defn(name=io.LIST_MONITORS)
+        @activity.defn(name=io.LIST_MONITORS.name)
         async def list_monitors(req: io.ListChildren) -> list[io.MonitorView]:
-            o._record(io.LIST_MONITORS, req.scope)
+            o._record(io.LIST_MONITORS.name, req.scope)
             return [
                 m.model_copy(update={"provisioning_status": o._status(m.id, m.provisioning_status)})
                 for m in sorted(o.monitors.values(), key=lambda v: v.id)
                 if m.name.startswith(req.prefix)
             ]
 
-        @activity.defn(name=io.CREATE_MONITOR)
+        @activity.defn(name=io.CREATE_MONITOR.name)
         async def create_monitor(req: io.CreateMonitor) -> io.MonitorView:
-            o._record(io.CREATE_MONITOR, req.scope)
+            o._record(io.CREATE_MONITOR.name, req.scope)
             o._lock(o._pool_lb[req.pool_id])
             m = io.MonitorView(
                 id=o.new_id("monitor"),
@@ -261,17 +261,17 @@ class FakeOctavia:
             o.monitors[m.id] = m
             return m
 
-        @activity.defn(name=io.UPDATE_MONITOR)
+        @activity.defn(name=io.UPDATE_MONITOR.name)
         async def update_monitor(req: io.UpdateMonitor) -> io.MonitorView:
-            o._record(io.UPDATE_MONITOR, req.scope)
+            o._record(io.UPDATE_MONITOR.name, req.scope)
             old = o.monitors[req.id]
             o._lock(o._pool_lb[old.pool_id or ""])
             o.monitors[req.id] = old.model_copy(update=req.model_dump(exclude={"scope", "id"}))
             return o.monitors[req.id]
 
-        @activity.defn(name=io.DELETE)
+        @activity.defn(name=io.DELETE.name)
         async def delete(req: io.DeleteObject) -> bool:
-            o._record(io.DELETE, req.scope)
+            o._record(io.DELETE.name, req.scope)
             if req.kind == "loadbalancer":
                 if req.id not in o.lbs:
                     return False
@@ -299,14 +299,14 @@ class FakeOctavia:
                     del o.monitors[mid]
             return True
 
-        @activity.defn(name=io.FIND_FLOATING_IPS)
+        @activity.defn(name=io.FIND_FLOATING_IPS.name)
         async def find_floating_ips(req: io.FindFloatingIps) -> list[io.FloatingIpView]:
-            o._record(io.FIND_FLOATING_IPS, req.scope)
+            o._record(io.FIND_FLOATING_IPS.name, req.scope)
             return sorted((f for f in o.fips.values() if f.port_id == req.port_id), key=lambda f: f.id)
 
-        @activity.defn(name=io.CREATE_FLOATING_IP)
+        @activity.defn(name=io.CREATE_FLOATING_IP.name)
         async def create_floating_ip(req: io.CreateFloatingIp) -> io.FloatingIpView:
-            o._record(io.CREATE_FLOATING_IP, req.scope)
+            o._record(io.CREATE_FLOATING_IP.name, req.scope)
             existing = [f for f in o.fips.values() if f.port_id == req.port_id]
             if existing:
                 return existing[0]
@@ -316,9 +316,9 @@ class FakeOctavia:
             o.fips[f.id] = f
             return f
 
-        @activity.defn(name=io.DELETE_FLOATING_IP)
+        @activity.defn(name=io.DELETE_FLOATING_IP.name)
         async def delete_floating_ip(req: io.DeleteFloatingIp) -> bool:
-            o._record(io.DELETE_FLOATING_IP, req.scope)
+            o._record(io.DELETE_FLOATING_IP.name, req.scope)
             return o.fips.pop(req.id, None) is not None
 
         return [

@@ -32,7 +32,7 @@ CONFIG = EntityConfig(resync_seconds=600, backoff_initial_seconds=5, upsert_sear
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool] | bool], what: str, deadline_s: float = 10.0
+    check: Callable[[], Awaitable[bool] | bool], what: str, deadline_s: float = 30.0
 ) -> None:
     """Wait on a condition with a deadline (never a bare sleep)."""
     end = time.monotonic() + deadline_s
@@ -50,6 +50,7 @@ async def eventually(
 class Harness:
     def __init__(self, env: WorkflowEnvironment, cloud: FakeCloud, queue: str) -> None:
         self.env, self.cloud, self.queue = env, cloud, queue
+        self.keystone = f"ks-{queue}"
         self.started: list[WorkflowHandle[Any, Any]] = []
 
     async def apply(
@@ -64,6 +65,8 @@ class Harness:
         **extra: Any,
     ) -> WorkflowHandle[Any, Any]:
         ref = ResourceRef(kind=kind, namespace="ns", name=name, uid=uid or str(uuid.uuid4()))
+        if config is CONFIG:  # Keystone objects' workflows are per deployment: one per harness (test)
+            config = CONFIG.model_copy(update={"keystone_name": self.keystone})
         change = ResourceChange(ref=ref, generation=generation, spec=spec, **extra)
         handle = await self.env.client.start_workflow(
             kind,
@@ -96,9 +99,10 @@ class Harness:
         """Terminate what is still running, so no orphaned timer holds the module's test-server clock.
 
         Only a settled run: a run terminated with an activity in flight holds the clock (runstate)."""
-        for handle in self.started:
-            if not (await runstate.settle(self.env, handle.id, deadline_s=60)).closed:
-                await self.env.client.get_workflow_handle(handle.id).terminate("test finished")
+        ids = [h.id for h in self.started] + sorted(self.cloud.object_workflows)
+        for workflow_id in ids:
+            if not (await runstate.settle(self.env, workflow_id, deadline_s=60)).closed:
+                await self.env.client.get_workflow_handle(workflow_id).terminate("test finished")
 
     async def signal(
         self, handle: WorkflowHandle[Any, Any], generation: int, spec: dict[str, Any], **extra: Any
@@ -115,6 +119,14 @@ class Harness:
 
     async def state(self, handle: WorkflowHandle[Any, Any]) -> EntityState:
         return await handle.query(QUERY_STATE, result_type=EntityState)
+
+    @property
+    def written(self) -> dict[str, dict[str, Any]]:
+        """Each started resource's status as the API holds it now, by workflow ID."""
+        by_uid = self.cloud.status_by_uid
+        return {
+            h.id: by_uid[h.id.rsplit("/", 1)[1]] for h in self.started if h.id.rsplit("/", 1)[1] in by_uid
+        }
 
     def last_ready(self) -> dict[str, Any]:
         assert self.cloud.statuses, "no status written"

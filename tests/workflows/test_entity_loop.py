@@ -21,7 +21,7 @@ async def test_create_then_skip_unchanged_generation(h: Harness) -> None:
     assert (ready["status"], ready["reason"]) == ("True", "Reconciled")
     assert h.cloud.statuses[-1]["domainID"] == h.cloud.of("domain")[0].id
     assert h.cloud.statuses[-1]["observedGeneration"] == 1
-    finds = h.cloud.count(io.FIND)
+    finds = h.cloud.count(io.FIND.name)
     # The same generation again (a bridge relist) changes nothing: no lookup, no write. Generation 2
     # follows it, so once 2 is observed, the duplicate was processed before it.
     ref = (await h.state(wf)).ref
@@ -29,7 +29,7 @@ async def test_create_then_skip_unchanged_generation(h: Harness) -> None:
     await h.send(wf, ResourceChange(ref=ref, generation=1, spec=spec))
     await h.send(wf, ResourceChange(ref=ref, generation=2, spec=spec))
     await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
-    assert h.cloud.count(io.FIND) == finds + 1
+    assert h.cloud.count(io.FIND.name) == finds + 1
     assert (await h.state(wf)).passes == 2
 
 
@@ -49,34 +49,44 @@ async def test_new_generation_patches_drift_and_keeps_id(h: Harness) -> None:
     await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, "generation 2 observed")
     [dom] = h.cloud.of("domain")
     assert (dom.id, dom.fields["description"]) == (first_id, "new")
-    assert h.cloud.count(io.UPDATE) == 1
+    assert h.cloud.count(io.UPDATE.name) == 1
     assert "updated domain service" in h.last_ready()["message"]
 
 
-async def test_missing_domain_is_reported_then_converges_by_retry(h: Harness) -> None:
-    await h.apply("Project", {"name": "service", "domain": "service"})
+async def test_missing_domain_is_reported_then_a_domain_resource_wakes_the_project(h: Harness) -> None:
+    """A dependency declared later wakes its dependent through the objects' workflows: no retry timer."""
+    wf = await h.apply("Project", {"name": "service", "domain": "service"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     ready = h.last_ready()
     assert (ready["status"], ready["reason"]) == ("False", "ReconcileError")
     assert "domain 'service' does not exist in Keystone yet" in ready["message"]
     assert h.cloud.of("project") == []
-    h.cloud.add("domain", name="service", enabled=True)
-    await h.env.sleep(6)  # past the first backoff (5 s): the durable retry timer fires
-    await eventually(lambda: h.last_ready()["status"] == "True", "project converged without a new signal")
+    assert (await h.state(wf)).retry_at is None  # nothing polls: the domain's workflow will say so
+    await h.apply("Domain", {"name": "service"}, name="dom")
+    await eventually(lambda: h.last_ready()["status"] == "True" and bool(h.cloud.of("project")), "woken")
     [proj] = h.cloud.of("project")
     assert proj.fields["domain_id"] == h.cloud.of("domain")[0].id
 
 
+async def test_domain_created_outside_osprov_is_found_by_the_slow_recheck(h: Harness) -> None:
+    await h.apply("Project", {"name": "service", "domain": "service"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    h.cloud.add("domain", name="service", enabled=True)  # by hand: no workflow hears of it
+    await h.until(lambda: bool(h.cloud.of("project")), "project created after the re-check", virtual_s=60)
+    assert h.last_ready()["status"] == "True"
+
+
 async def test_retry_interval_from_spec_sets_the_retry_timer(h: Harness) -> None:
-    wf = await h.apply("Project", {"name": "p", "domain": "nope", "retryInterval": "2m"})
+    h.cloud.fail_next[io.FIND.name] = "Conflict"  # an error (not a missing dependency) is retried
+    wf = await h.apply("Domain", {"name": "d", "retryInterval": "2m"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     st = await h.state(wf)
     assert st.retry_at is not None
-    finds = h.cloud.count(io.FIND)
+    finds = h.cloud.count(io.FIND.name)
     await h.env.sleep(60)
-    assert h.cloud.count(io.FIND) == finds  # not before retryInterval
+    assert h.cloud.count(io.FIND.name) == finds  # not before retryInterval
     await h.env.sleep(61)
-    await eventually(lambda: h.cloud.count(io.FIND) > finds, "retried after 2m")
+    await eventually(lambda: h.cloud.count(io.FIND.name) > finds, "retried after 2m")
 
 
 async def test_resync_repairs_drift_made_outside(h: Harness) -> None:
@@ -100,8 +110,8 @@ async def test_continue_as_new_carries_state(h: Harness) -> None:
     await h.env.sleep(61)
     await eventually(lambda: _new_run(h, wf, first_run), "continued as new")
     st = await h.state(wf)
-    assert st.ids["domainID"] == h.cloud.of("domain")[0].id
-    assert st.applied_fingerprint is not None and st.status is not None
+    assert st.kind is not None and st.kind["id"] == h.cloud.of("domain")[0].id
+    assert st.applied_fingerprint is not None and st.written_status is not None
     assert len(h.cloud.of("domain")) == 1
     statuses = len(h.cloud.statuses)
     await h.env.sleep(61)
@@ -117,7 +127,7 @@ async def test_delete_policy_adds_finalizer_first_and_deletes_by_stored_id(h: Ha
     spec = {"name": "svc", "type": "t", "deletionPolicy": "delete"}
     wf = await h.apply("Service", spec)
     await eventually(lambda: bool(h.cloud.statuses), "created")
-    assert h.cloud.calls.index("kube.add_finalizer") < h.cloud.calls.index(io.CREATE)
+    assert h.cloud.calls.index("kube.add_finalizer") < h.cloud.calls.index(io.CREATE.name)
     [svc] = h.cloud.of("service")
     other = h.cloud.add("service", name="svc", type="t")  # same name, not ours: must survive
     ref = (await h.state(wf)).ref
@@ -143,7 +153,7 @@ async def test_retain_deletion_touches_nothing(h: Harness) -> None:
     ref = (await h.state(wf)).ref
     await h.send(wf, ResourceChange(ref=ref, generation=1, spec={"name": "keep"}, gone=True))
     assert await wf.result() == "deleted"
-    assert h.cloud.count(io.DELETE) == 0 and len(h.cloud.of("domain")) == 1
+    assert h.cloud.count(io.DELETE.name) == 0 and len(h.cloud.of("domain")) == 1
 
 
 async def test_foreign_keystone_ref_is_ignored_except_our_finalizer(h: Harness) -> None:
@@ -154,7 +164,7 @@ async def test_foreign_keystone_ref_is_ignored_except_our_finalizer(h: Harness) 
     )
     h.cloud.finalizers.append("keystone.osh.openstack.org/finalizer")
     assert await wf.result() == "ignored: belongs to another deployment"
-    assert h.cloud.statuses == [] and h.cloud.count(io.FIND) == 0
+    assert h.cloud.statuses == [] and h.cloud.count(io.FIND.name) == 0
     assert h.cloud.finalizers == []
 
 
@@ -163,12 +173,12 @@ async def test_invalid_spec_is_reported_without_cloud_calls(h: Harness) -> None:
     await eventually(lambda: bool(h.cloud.statuses), "reported")
     ready = h.last_ready()
     assert ready["status"] == "False" and "spec.name" in ready["message"]
-    assert h.cloud.count(io.FIND) == 0
+    assert h.cloud.count(io.FIND.name) == 0
     assert (await h.state(wf)).retry_at is None  # nothing to retry until the resource changes
 
 
 async def test_transient_failure_retries_with_backoff(h: Harness) -> None:
-    h.cloud.fail_next[io.FIND] = "Conflict"  # not retried by the activity policy: back to the loop
+    h.cloud.fail_next[io.FIND.name] = "Conflict"  # not retried by the activity policy: back to the loop
     await h.apply("Role", {"name": "member"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     assert "injected Conflict" in h.last_ready()["message"]
@@ -181,7 +191,7 @@ async def test_overdue_resync_does_not_spin_while_failing(h: Harness) -> None:
     config = CONFIG.model_copy(update={"resync_seconds": 60, "backoff_max_seconds": 30})
     wf = await h.apply("Domain", {"name": "d"}, config=config)
     await eventually(lambda: bool(h.cloud.statuses), "created")
-    h.cloud.fail_next[io.FIND] = "Conflict"
+    h.cloud.fail_next[io.FIND.name] = "Conflict"
     h.cloud.objects.clear()
     await h.env.sleep(61)  # the resync runs into the injected failure, then keeps failing on Keystone's side
     await eventually(lambda: h.last_ready()["status"] == "False", "failure reported")

@@ -22,7 +22,7 @@ async def test_new_user_gets_its_password_without_a_probe(h: Harness) -> None:
     await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
     [user] = h.cloud.of("user")
     assert h.cloud.passwords[user.id] == "s3cret"
-    assert h.cloud.count(io.PROBE_PASSWORD) == 0 and h.cloud.count(io.SET_PASSWORD) == 1
+    assert h.cloud.count(io.PROBE_PASSWORD.name) == 0 and h.cloud.count(io.SET_PASSWORD.name) == 1
     assert h.cloud.statuses[-1]["userID"] == user.id
 
 
@@ -34,11 +34,11 @@ async def test_password_probe_runs_only_on_change_or_resync(h: Harness) -> None:
     # A relist of the same generation: no probe.
     await h.signal(wf, 1, USER)
     await h.env.sleep(300)
-    assert h.cloud.count(io.PROBE_PASSWORD) == 0
+    assert h.cloud.count(io.PROBE_PASSWORD.name) == 0
     # The periodic resync probes once; the password is valid, so nothing is written.
     await h.env.sleep(301)
-    await eventually(lambda: h.cloud.count(io.PROBE_PASSWORD) == 1, "resync probe")
-    assert h.cloud.count(io.SET_PASSWORD) == 1
+    await eventually(lambda: h.cloud.count(io.PROBE_PASSWORD.name) == 1, "resync probe")
+    assert h.cloud.count(io.SET_PASSWORD.name) == 1
 
 
 async def test_rotated_secret_reaches_the_user_without_a_user_change(h: Harness) -> None:
@@ -54,7 +54,7 @@ async def test_rotated_secret_reaches_the_user_without_a_user_change(h: Harness)
     # The status is written after the password, in a later activity: wait on the status.
     await eventually(lambda: "password updated" in h.last_ready()["message"], "rotation reported")
     assert h.cloud.passwords[user.id] == "new"
-    assert h.cloud.count(io.PROBE_PASSWORD) == 1  # probed once, 401, then written
+    assert h.cloud.count(io.PROBE_PASSWORD.name) == 1  # probed once, 401, then written
 
 
 async def test_missing_secret_is_reported_before_any_keystone_write(h: Harness) -> None:
@@ -63,7 +63,7 @@ async def test_missing_secret_is_reported_before_any_keystone_write(h: Harness) 
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     ready = h.last_ready()
     assert ready["status"] == "False" and "Secret ns/cinder-pw has no key OS_PASSWORD" in ready["message"]
-    assert h.cloud.of("user") == [] and h.cloud.count(io.CREATE) == 0
+    assert h.cloud.of("user") == [] and h.cloud.count(io.CREATE.name) == 0
 
 
 async def test_role_assignment_puts_missing_grant_and_restores_a_revoked_one(h: Harness) -> None:
@@ -85,7 +85,7 @@ async def test_role_assignment_puts_missing_grant_and_restores_a_revoked_one(h: 
     h.cloud.grants.clear()  # revoked by hand
     await h.env.sleep(601)
     await eventually(lambda: bool(h.cloud.grants), "grant restored by the resync")
-    assert h.cloud.count(io.PUT_GRANT) == 2
+    assert h.cloud.count(io.PUT_GRANT.name) == 2
 
 
 async def test_role_assignment_delete_revokes_the_recorded_grant(h: Harness) -> None:
@@ -102,7 +102,7 @@ async def test_role_assignment_delete_revokes_the_recorded_grant(h: Harness) -> 
     await eventually(lambda: bool(h.cloud.grants), "grant put")
     await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
     assert await wf.result() == "deleted"
-    assert h.cloud.grants == set() and h.cloud.count(io.REVOKE_GRANT) == 1
+    assert h.cloud.grants == set() and h.cloud.count(io.REVOKE_GRANT.name) == 1
 
 
 ENDPOINT: dict[str, Any] = {
@@ -151,4 +151,6 @@ async def test_domain_delete_disables_it_first(h: Harness) -> None:
     await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
     assert await wf.result() == "deleted"
     assert h.cloud.of("domain") == []
-    assert h.cloud.calls.index(io.UPDATE) < h.cloud.calls.index(io.DELETE)  # Keystone refuses enabled domains
+    assert h.cloud.calls.index(io.UPDATE.name) < h.cloud.calls.index(
+        io.DELETE.name
+    )  # Keystone refuses enabled domains

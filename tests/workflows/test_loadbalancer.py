@@ -128,7 +128,7 @@ async def test_P1_to_P8_full_create_is_provisioned_with_deterministic_names(env:
     shown = {k: env.status()[k] for k in ("loadBalancerID", "vipAddress", "publicIP")}
     assert shown == {"loadBalancerID": lb.id, "vipAddress": lb.vip_address, "publicIP": fip.address}
     assert o.scopes == {("demo", "Default")}  # every call in the resource's project
-    assert o.count(io.CREATE_LOAD_BALANCER) == 1 and o.count(io.REPLACE_MEMBERS) == 2
+    assert o.count(io.CREATE_LOAD_BALANCER.name) == 1 and o.count(io.REPLACE_MEMBERS.name) == 2
     assert no_errors(env)
 
 
@@ -138,7 +138,7 @@ async def test_P3_pending_is_waited_out_with_timers(env: Env) -> None:
     await env.wait_reason("Provisioned")
     assert no_errors(env)
     # Each mutation was followed by PENDING reads (settle_reads=4) before the next one, and none was refused.
-    assert env.o.count(io.FIND_LOAD_BALANCER) >= len(env.o.mutations()) * 4
+    assert env.o.count(io.FIND_LOAD_BALANCER.name) >= len(env.o.mutations()) * 4
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ async def test_P3_pending_is_waited_out_with_timers(env: Env) -> None:
                 members=[{"address": "10.0.0.12", "port": 8080}, {"address": "10.0.0.13", "port": 8080}]
             ),
             lambda o, e: (
-                o.count(io.REPLACE_MEMBERS) == 2
+                o.count(io.REPLACE_MEMBERS.name) == 2
                 and {m.address for m in o.members[o.named(o.pools, e.name("http", "pool")).id]}
                 == {"10.0.0.12", "10.0.0.13"}
             ),
@@ -194,7 +194,7 @@ async def test_P7_mutable_fields_converge_in_place(env: Env, step: str, change: 
     await env.wait_reason("Provisioned", generation=2)
     assert check(env.o, env), step
     assert {*env.o.listeners, *env.o.pools, *env.o.monitors, *env.o.lbs} == ids  # same Octavia IDs
-    assert env.o.count(io.CREATE_LOAD_BALANCER) == 1 and no_errors(env)
+    assert env.o.count(io.CREATE_LOAD_BALANCER.name) == 1 and no_errors(env)
 
 
 async def test_P6_P8_removed_listener_is_pruned_with_its_pool_and_monitor(env: Env) -> None:
@@ -205,7 +205,7 @@ async def test_P6_P8_removed_listener_is_pruned_with_its_pool_and_monitor(env: E
     names = {x.name for x in env.o.listeners.values()} | {x.name for x in env.o.pools.values()}
     names |= {x.name for x in env.o.monitors.values()}
     assert names == {env.name("http", k) for k in ("listener", "pool", "monitor")}
-    assert env.o.count(io.DELETE) == 2  # listener, then pool: its monitor went with the pool (P8)
+    assert env.o.count(io.DELETE.name) == 2  # listener, then pool: its monitor went with the pool (P8)
     assert no_errors(env)
 
 
@@ -282,7 +282,7 @@ async def test_P1_existing_load_balancer_is_adopted_not_duplicated(env: Env) -> 
     lb = env.o.add_lb(env.name())
     await env.apply(with_listeners(DNS))
     await env.wait_reason("Provisioned")
-    assert list(env.o.lbs) == [lb.id] and env.o.count(io.CREATE_LOAD_BALANCER) == 0
+    assert list(env.o.lbs) == [lb.id] and env.o.count(io.CREATE_LOAD_BALANCER.name) == 0
 
 
 async def test_D1_to_D4_delete_removes_the_floating_ip_first_then_cascades(env: Env) -> None:
@@ -291,8 +291,8 @@ async def test_D1_to_D4_delete_removes_the_floating_ip_first_then_cascades(env: 
     await env.h.signal(wf, 1, SPEC, finalizers=[FINALIZER], deleting=True)
     assert await wf.result() == "deleted"
     assert env.o.lbs == {} and env.o.fips == {} and env.o.listeners == {}
-    deletes = [c for c in env.o.calls if c in (io.DELETE_FLOATING_IP, io.DELETE)]
-    assert deletes == [io.DELETE_FLOATING_IP, io.DELETE]
+    deletes = [c for c in env.o.calls if c in (io.DELETE_FLOATING_IP.name, io.DELETE.name)]
+    assert deletes == [io.DELETE_FLOATING_IP.name, io.DELETE.name]
 
 
 async def test_D_never_realised_load_balancer_deletes_without_cloud_calls(env: Env) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from osprov.api.nova import RebuildMarker
 from osprov.api.nova import RebuildState as S
-from osprov.workflows.rebuild import Action, Marker, Observation, advance, monitor, reconcile_pass
+from osprov.workflows.rebuild import Action, Observation, advance, monitor, reconcile_pass
 
 OLD, NEW, OTHER = "img-old", "img-new", "img-other"
 BOOTED = "2026-01-01T00:00:00.000000"
@@ -17,8 +18,8 @@ def obs(
     return Observation(status=status, image_id=ref, task_state=task, launched_at=launched)
 
 
-def m(state: S, target: str = NEW) -> Marker:
-    return Marker(target, state)
+def m(state: S, target: str = NEW) -> RebuildMarker:
+    return RebuildMarker(target_image_id=target, state=state)
 
 
 MONITOR_ROWS = [
@@ -47,7 +48,9 @@ MONITOR_ROWS = [
     MONITOR_ROWS,
     ids=[f"{r[0]}-{i}" for i, r in enumerate(MONITOR_ROWS)],
 )
-def test_monitor_rule(rule: str, marker: Marker | None, read: Observation, expected: Marker | None) -> None:
+def test_monitor_rule(
+    rule: str, marker: RebuildMarker | None, read: Observation, expected: RebuildMarker | None
+) -> None:
     after, applied = monitor(marker, read)
     assert (applied, after) == (rule, expected)
 
@@ -105,11 +108,11 @@ PASS_ROWS = [
 )
 def test_reconcile_rule(
     rule: str,
-    marker: Marker | None,
+    marker: RebuildMarker | None,
     read: Observation,
     desired: str | None,
     action: Action,
-    after: Marker | None,
+    after: RebuildMarker | None,
 ) -> None:
     decision = reconcile_pass(marker, read, desired)
     assert (decision.rule, decision.action, decision.marker) == (rule, action, after)

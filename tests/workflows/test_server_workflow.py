@@ -65,8 +65,8 @@ async def h(tenv: WorkflowEnvironment) -> AsyncIterator[ServerHarness]:
 
 async def polls(h: ServerHarness, n: int) -> None:
     """Let the monitor read the server n more times."""
-    target = h.nova.count(io.GET_SERVER) + n
-    await h.until(lambda: h.nova.count(io.GET_SERVER) >= target, f"{n} more monitor polls")
+    target = h.nova.count(io.GET_SERVER.name) + n
+    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= target, f"{n} more monitor polls")
 
 
 async def ready(h: ServerHarness, image: str = OLD) -> WorkflowHandle[Any, Any]:
@@ -89,7 +89,7 @@ async def test_create_names_the_server_by_uid_with_system_metadata_last(h: Serve
         and st["launchedAt"] == "2026-01-01T00:00:00Z"
     )
     assert h.condition("Healthy")["reason"] == "Healthy"
-    assert st["rebuild"] is None and (await h.state(wf)).extra.get("rebuild") is None
+    assert st.get("rebuild") is None and ((await h.state(wf)).kind or {})["rebuild"] is None
 
 
 async def test_existing_server_of_the_exact_name_is_adopted(h: ServerHarness) -> None:
@@ -97,7 +97,7 @@ async def test_existing_server_of_the_exact_name_is_adopted(h: ServerHarness) ->
     h.nova.add("server-u-2x", OLD)  # a prefix match is not ours
     await h.apply("Server", spec(), uid="u-2")
     await h.until(lambda: h.condition().get("status") == "True", "adopted")
-    assert h.nova.count(io.CREATE_SERVER) == 0 and len(h.nova.servers) == 2
+    assert h.nova.count(io.CREATE_SERVER.name) == 0 and len(h.nova.servers) == 2
 
 
 async def test_P7b_P7e_P6b_P6a_rebuild_arms_then_submits_once_and_settles(h: ServerHarness) -> None:
@@ -113,15 +113,15 @@ async def test_P7b_P7e_P6b_P6a_rebuild_arms_then_submits_once_and_settles(h: Ser
     server.settle()
     await h.until(lambda: h.condition().get("status") == "True", "settled")
     assert h.status()["rebuild"] is None and h.status()["serverID"] == server.id
-    assert h.nova.accepted == [NEW] and h.nova.count(io.CREATE_SERVER) == 1
+    assert h.nova.accepted == [NEW] and h.nova.count(io.CREATE_SERVER.name) == 1
 
 
 async def test_P7a_image_change_before_first_boot_waits_then_rebuilds(h: ServerHarness) -> None:
     h.nova.boot_on_create = False
     wf = await h.apply("Server", spec())
-    await h.until(lambda: h.nova.count(io.CREATE_SERVER) == 1, "created")
+    await h.until(lambda: h.nova.count(io.CREATE_SERVER.name) == 1, "created")
     await h.signal(wf, 2, spec(NEW))
-    await h.until(lambda: h.nova.count(io.GET_SERVER) >= 1, "re-read")
+    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= 1, "re-read")
     await h.until_step(wf, "P7a: waiting for first boot")
     await polls(h, 2)  # still waiting after more re-checks
     assert h.nova.submits == []
@@ -161,7 +161,7 @@ async def test_P7d_foreign_task_holds_the_submit(h: ServerHarness) -> None:
     server = h.nova.only()
     server.task_state = "rebooting"
     await h.signal(wf, 2, spec(NEW))
-    await h.until(lambda: h.nova.count(io.GET_SERVER) >= 4, "waited")
+    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= 4, "waited")
     await h.until_step(wf, "P7d")
     assert h.nova.submits == []
     server.task_state = None
@@ -199,7 +199,7 @@ async def test_server_that_errors_before_first_boot_is_recreated_a_bounded_numbe
 
     await h.until(fail_unbooted, "gave up after the bounded recreates")
     # Three servers in all; the last failed one is left in place for diagnosis.
-    assert h.nova.count(io.CREATE_SERVER) == 3 and h.nova.count(io.DELETE_SERVER) == 2
+    assert h.nova.count(io.CREATE_SERVER.name) == 3 and h.nova.count(io.DELETE_SERVER.name) == 2
 
 
 async def test_a_booted_server_in_error_is_never_recreated(h: ServerHarness) -> None:
@@ -207,15 +207,15 @@ async def test_a_booted_server_in_error_is_never_recreated(h: ServerHarness) -> 
     h.nova.only().status = "ERROR"
     await h.until(lambda: h.condition("Healthy").get("reason") == "Errored", "health mapped")
     await polls(h, 2)
-    assert h.nova.count(io.DELETE_SERVER) == 0 and h.nova.count(io.CREATE_SERVER) == 1
+    assert h.nova.count(io.DELETE_SERVER.name) == 0 and h.nova.count(io.CREATE_SERVER.name) == 1
 
 
 async def test_delete_waits_until_the_server_is_gone(h: ServerHarness) -> None:
     wf = await ready(h)
     h.nova.vanish_on_delete = False
     await h.signal(wf, 2, spec(), deleting=True, finalizers=["nova.osh.openstack.org/finalizer"])
-    await h.until(lambda: h.nova.count(io.DELETE_SERVER) == 1, "delete sent")
-    await h.until(lambda: h.nova.count(io.GET_SERVER) >= 8, "polled")
+    await h.until(lambda: h.nova.count(io.DELETE_SERVER.name) == 1, "delete sent")
+    await h.until(lambda: h.nova.count(io.GET_SERVER.name) >= 8, "polled")
     assert h.cloud.finalizers.count("nova.osh.openstack.org/finalizer") == 1  # still held
     assert h.status()["phase"] == "Deleting"
     assert (h.condition()["status"], h.condition()["reason"]) == ("False", "Deprovisioning")

@@ -73,14 +73,14 @@ async def test_C3_S3_S1_create_waits_until_available_and_fills_status(h: CinderH
     # Accepted was not done: Provisioning was published while Cinder was still creating.
     reasons = [s["conditions"][0]["reason"] for s in h.cloud.statuses]
     assert reasons[0] == "Provisioning" and reasons[-1] == "Provisioned"
-    assert h.cinder.count(io.CREATE_VOLUME) == 1 and h.cinder.count(io.FIND_VOLUMES) >= 3
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 1 and h.cinder.count(io.FIND_VOLUMES.name) >= 3
 
 
 async def test_C4_existing_exact_name_is_adopted_not_duplicated(h: CinderHarness) -> None:
     scope = h.cinder.add_project()
     existing = h.cinder.add(NAME, scope, "available")
     await provisioned(h)
-    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 0
     assert [v.id for v in h.cinder.named(NAME)] == [existing.id]
     assert h.status()["volumeID"] == existing.id
 
@@ -93,11 +93,11 @@ async def test_C5_tag_changes_reach_cinder_and_dropped_tags_are_removed(h: Cinde
     await h.until(lambda: h.status().get("observedGeneration") == 2, "generation 2 reconciled")
     assert vol.metadata["osprov.tag.team"] == "b" and "osprov.tag.tier" not in vol.metadata
     assert vol.metadata["user-key"] == "set by hand" and vol.metadata["osprov.uid"] == UID
-    assert h.cinder.count(io.UPDATE_METADATA) == 1
+    assert h.cinder.count(io.UPDATE_METADATA.name) == 1
     # Up to date: the next full pass (the resync) writes nothing.
     await h.env.sleep(601)
-    await h.until(lambda: h.cinder.count(io.FIND_VOLUMES) >= 5, "resync read")
-    assert h.cinder.count(io.UPDATE_METADATA) == 1
+    await h.until(lambda: h.cinder.count(io.FIND_VOLUMES.name) >= 5, "resync read")
+    assert h.cinder.count(io.UPDATE_METADATA.name) == 1
 
 
 def test_metadata_drift_ignores_foreign_keys_and_sees_dropped_tags() -> None:
@@ -115,7 +115,7 @@ async def test_C2_two_exact_matches_fail_closed_then_recover(h: CinderHarness) -
     await h.apply("Volume", spec(), uid=UID)
     await h.until(lambda: h.condition().get("reason") == "Errored", "consistency error reported")
     assert "2 Cinder volumes are named" in h.condition()["message"]
-    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 0
     del h.cinder.volumes[second.id]  # an operator removes the extra one; the retry adopts the other
     await h.until(lambda: h.condition().get("reason") == "Provisioned", "adopted after the fix", 600)
     assert h.status()["volumeID"] == first.id
@@ -127,7 +127,7 @@ async def test_C1_missing_project_is_reported_then_retried(h: CinderHarness) -> 
     cond = h.condition()
     assert cond["status"] == "False" and cond["reason"] == "Provisioning"
     assert "project 'p' in domain 'Default' does not exist in Keystone yet" in cond["message"]
-    assert h.cinder.count(io.CREATE_VOLUME) == 0
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 0
     h.cinder.add_project()
     await h.until(
         lambda: h.condition().get("reason") == "Provisioned", "created once the project exists", 600
@@ -143,9 +143,9 @@ async def test_S2_error_status_is_terminal_with_the_user_safe_message(h: CinderH
     cond = h.condition()
     assert cond["status"] == "False" and cond["message"] == "provider volume entered an error state"
     assert "error_managing" not in str(h.status())
-    reads = h.cinder.count(io.FIND_VOLUMES)
+    reads = h.cinder.count(io.FIND_VOLUMES.name)
     await h.env.sleep(300)  # terminal: no polling (only the periodic resync, at 600s, reads again)
-    assert h.cinder.count(io.FIND_VOLUMES) == reads
+    assert h.cinder.count(io.FIND_VOLUMES.name) == reads
     assert (await h.state(wf)).retry_at is None
 
 
@@ -155,9 +155,9 @@ async def test_S3_unfamiliar_status_is_never_convergence_and_polls_back_off(h: C
     await h.apply("Volume", spec(), uid=UID)
     await h.until(lambda: "unfamiliar" in h.condition().get("message", ""), "unfamiliar state reported")
     assert h.condition()["reason"] == "Provisioning"
-    before = h.cinder.count(io.FIND_VOLUMES)
+    before = h.cinder.count(io.FIND_VOLUMES.name)
     await h.env.sleep(120)
-    polled = h.cinder.count(io.FIND_VOLUMES) - before
+    polled = h.cinder.count(io.FIND_VOLUMES.name) - before
     assert 8 <= polled <= 20, polled  # capped at one read per 10 s, never converged
     assert h.condition()["reason"] == "Provisioning" and "volumeID" in h.status()
 
@@ -174,7 +174,7 @@ async def test_D3_delete_waits_until_a_later_read_confirms_absence(h: CinderHarn
     h.cinder.delete_script = ["deleting", "deleting", "deleting"]
     await delete(h, wf)
     assert await wf.result() == "deleted"
-    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME) == 1
+    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME.name) == 1
     assert h.condition()["reason"] == "Deprovisioning"
     assert h.cloud.count("kube.remove_finalizer") == 1
 
@@ -184,23 +184,23 @@ async def test_D2_volume_already_gone_is_success(h: CinderHarness) -> None:
     h.cinder.volumes.clear()
     await delete(h, wf)
     assert await wf.result() == "deleted"
-    assert h.cinder.count(io.DELETE_VOLUME) == 0
+    assert h.cinder.count(io.DELETE_VOLUME.name) == 0
 
 
 async def test_D1_project_that_never_existed_is_success(h: CinderHarness) -> None:
     wf = await h.apply("Volume", spec(), uid=UID, deleting=True, finalizers=[FINALIZER])
     assert await wf.result() == "deleted"
-    assert h.cinder.count(io.DELETE_VOLUME) == 0 and h.cinder.count(io.CREATE_VOLUME) == 0
+    assert h.cinder.count(io.DELETE_VOLUME.name) == 0 and h.cinder.count(io.CREATE_VOLUME.name) == 0
 
 
 async def test_D6_creating_volume_is_deleted_once_it_settles(h: CinderHarness) -> None:
     h.cinder.create_script = ["creating", "creating", "creating", "available"]
     h.cinder.add_project()
     wf = await h.apply("Volume", spec(), uid=UID)
-    await h.until(lambda: h.cinder.count(io.CREATE_VOLUME) == 1, "create accepted")
+    await h.until(lambda: h.cinder.count(io.CREATE_VOLUME.name) == 1, "create accepted")
     await delete(h, wf)
     assert await wf.result() == "deleted"
-    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME) == 1
+    assert h.cinder.named(NAME) == [] and h.cinder.count(io.DELETE_VOLUME.name) == 1
 
 
 async def test_D4_attached_volume_blocks_delete_until_detached(h: CinderHarness) -> None:
@@ -209,7 +209,7 @@ async def test_D4_attached_volume_blocks_delete_until_detached(h: CinderHarness)
     wf = await provisioned(h)
     await delete(h, wf)
     await h.until(lambda: "attached to a server" in h.condition().get("message", ""), "attachment reported")
-    assert h.condition()["reason"] == "Deprovisioning" and h.cinder.count(io.DELETE_VOLUME) == 0
+    assert h.condition()["reason"] == "Deprovisioning" and h.cinder.count(io.DELETE_VOLUME.name) == 0
     vol.status = "available"  # detached
     await h.until(lambda: h.cinder.named(NAME) == [], "deleted after the detach", 600)
     assert await wf.result() == "deleted"
@@ -230,7 +230,7 @@ async def test_D5_error_deleting_reports_errored_and_retries(h: CinderHarness) -
 
 async def test_transient_activity_failure_is_retried_with_a_provisioning_reason(h: CinderHarness) -> None:
     h.cinder.add_project()
-    h.cinder.fail_next[io.CREATE_VOLUME] = api_errors.UNAUTHORIZED
+    h.cinder.fail_next[io.CREATE_VOLUME.name] = api_errors.UNAUTHORIZED
     await h.apply("Volume", spec(), uid=UID)
     await h.until(lambda: bool(h.condition()), "failure reported")
     assert h.condition()["reason"] == "Provisioning" and "injected" in h.condition()["message"]

@@ -1,108 +1,230 @@
-"""What every Keystone kind shares: ownership (keystoneRef), lookups by name, ensure-with-drift.
+"""What every Keystone kind shares: it claims Keystone objects from their own workflows and reports answers.
 
-Lookups are exact, filtered queries (activities post-filter); creates are create-if-absent, so a
-retried create after a worker crash adopts what the first attempt made instead of duplicating it.
+A Keystone resource never writes Keystone itself. Each pass it sends a claim (the object's identity and the
+fields it declares) to the workflow of every object it declares (workflows/keystone/objects.py, the single
+writer and ownership record of that object) and waits for their answers; the Ready condition says what
+they answered. An answer that changes later (a dependency appeared, a conflicting resource went away)
+arrives unasked and is shown at once: no polling. Deleting the resource releases its claims; only an object
+osprov created, released by its last claimant with deletionPolicy delete, is deleted.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from datetime import timedelta
+from typing import Any, ClassVar
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
-    from osprov.api.common import CommonSpec
+    from osprov.api import ownership as own
+    from osprov.api.common import CommonSpec, ReadyReason, StatusModel
     from osprov.api.messages import ConditionState
-    from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome, PassFailed
+    from osprov.api.ownership import Claim, Claimant, Desired, ObjectKey, ObjectResult, Release
+    from osprov.api.registry import READY
+    from osprov.api.state import ClaimsState, KeystoneState
+    from osprov.workflows.calls import call_local
+    from osprov.workflows.entity import Entity, KindT, Outcome, PassFailed, SpecT, StatusBase
+    from osprov.workflows.keystone import legacy
+
+OWNERSHIP_PATCH = "keystone-ownership"
+# How long a pass waits for the objects' answers (each is a few Keystone calls away); longer means an
+# object workflow is stuck (Keystone down): the pass fails visibly and is retried.
+ANSWER_TIMEOUT = timedelta(seconds=60)
+
+Claims = dict[str, tuple[ObjectKey, Desired]]  # object path -> (key, what this resource declares)
 
 
-async def find(kind: io.KeystoneKind, name: str | None = None, **filters: str) -> list[io.KeystoneObject]:
-    where = ", ".join(f"{k}={v}" for k, v in (({"name": name} if name else {}) | filters).items())
-    return await call(
-        io.FIND,
-        io.Find(kind=kind, name=name, filters=filters),
-        list[io.KeystoneObject],
-        summary=f"find {kind} {where}",
-    )
+class KeystoneEntity(Entity[SpecT, KindT]):
+    """Base of the Keystone kinds; a kind says which objects it declares (`claims`) and how its status
+    shows their answers (`status`)."""
 
+    KEYSTONE_KIND: ClassVar[str]  # the Keystone type runs from before ownership deleted by ID (legacy)
 
-async def require(kind: io.KeystoneKind, label: str, name: str, **filters: str) -> io.KeystoneObject:
-    """The object a resource depends on; missing = a clear, retried failure (dependencies by retry)."""
-    found = await find(kind, name, **filters)
-    if not found:
-        raise PassFailed(
-            f"{label} does not exist in Keystone yet; create it (for example with a "
-            f"{kind.capitalize()} resource) — retrying"
+    def __init__(self) -> None:
+        super().__init__()
+        self._awaiting: int | None = None  # the claim seq a pass is waiting on (answers to it are expected)
+
+    # ----- kind hooks ---------------------------------------------------------------------------
+    def claims(self, spec: SpecT) -> Claims:
+        raise NotImplementedError
+
+    async def before_claims(self, spec: SpecT) -> None:
+        """Checks that must pass before anything is claimed (User: its Secret and key exist)."""
+
+    def answered(self, spec: SpecT, results: dict[str, ObjectResult]) -> None:
+        """Record what the answers carry for the status (IDs)."""
+
+    # ----- state ------------------------------------------------------------------------------
+    @property
+    def claim_state(self) -> ClaimsState:
+        state = self.k
+        assert isinstance(state, ClaimsState)
+        return state
+
+    def ownership(self) -> bool:
+        """Whether this run claims objects. Runs that began before this release replay their old passes
+        (workflows/keystone/legacy.py) and switch at their first live pass: the per-pass patch ID is new
+        to every pass, so it is True exactly from the first pass this code executes live."""
+        k = self.claim_state
+        if not k.upgraded and (
+            workflow.patched(OWNERSHIP_PATCH) or workflow.patched(f"{OWNERSHIP_PATCH}@{self.st.passes}")
+        ):
+            k.upgraded = True
+        return k.upgraded
+
+    def claimant(self) -> Claimant:
+        ref = self.st.ref
+        return Claimant(
+            workflow_id=workflow.info().workflow_id, resource=f"{ref.kind} {ref.namespace}/{ref.name}"
         )
-    return found[0]
 
+    # ----- answers arrive as signals -----------------------------------------------------------
+    @workflow.signal(name=own.SIGNAL_OBJECT_RESULT)
+    def object_result(self, result: ObjectResult) -> None:
+        if self.s is None or self.s.kind is None:
+            return
+        k = self.claim_state
+        path = result.key.path
+        before = k.results.get(path)
+        if before is not None and result.seq < before.seq:
+            return  # an answer to an older claim
+        k.results[path] = result
+        if self._awaiting is None and result.outcome != "released" and before != result:
+            self.kick()  # the object's answer changed on its own: show it
 
-async def domain_id(name: str) -> str:
-    return (await require("domain", f"domain {name!r}", name)).id
+    # ----- the pass ---------------------------------------------------------------------------
+    async def reconcile(self, spec: SpecT, full: bool) -> Outcome:
+        if not self.ownership():
+            return await legacy.reconcile(self, spec, full)
+        await self.before_claims(spec)
+        wanted = self.claims(spec)
+        k = self.claim_state
+        moved = {p: key for p, key in k.claimed.items() if p not in wanted}
+        if moved:
+            # The identifying fields changed (only possible without the CRD's immutability rule): the
+            # objects this resource declared before are released, the new ones claimed.
+            await self._release(moved, spec.deletion_policy.value, wait=spec.deletion_policy == "delete")
+        if not self.kicked or set(k.results) < set(wanted):
+            await self._claim(spec, wanted, full)
+        results = {p: k.results[p] for p in wanted}
+        self.answered(spec, results)
+        return self.render(list(results.values()))
 
-
-async def ensure(
-    kind: io.KeystoneKind, lookup: io.Find, create: dict[str, Any], manage: dict[str, Any]
-) -> tuple[io.KeystoneObject, str, list[io.KeystoneObject]]:
-    """Find exactly, create when missing, PATCH only the managed fields that drifted.
-
-    Returns the object, what was done ("created" | "updated" | "unchanged"), and any other exact
-    matches (duplicates; lowest ID is adopted, the others are reported, never deleted)."""
-    found = await call(io.FIND, lookup, list[io.KeystoneObject], summary=f"find {kind} {lookup.name or ''}")
-    if not found:
-        obj = await call(
-            io.CREATE,
-            io.Create(kind=kind, fields=create | manage, find=lookup),
-            io.KeystoneObject,
-            summary=f"create {kind} {lookup.name or ''}",
-        )
-        return obj, "created", []
-    obj, dupes = found[0], found[1:]
-    drift = {k: v for k, v in manage.items() if v is not None and obj.fields.get(k) != v}
-    if drift:
-        obj = await call(
-            io.UPDATE,
-            io.Update(kind=kind, id=obj.id, fields=drift),
-            io.KeystoneObject,
-            summary=f"update {kind} {obj.id}: {', '.join(sorted(drift))}",
-        )
-        return obj, "updated", dupes
-    return obj, "unchanged", dupes
-
-
-def ready(message: str) -> list[ConditionState]:
-    return [ConditionState(type="Ready", status="True", reason="Reconciled", message=message)]
-
-
-class KeystoneEntity(Entity):
-    """Base of the Keystone kinds: keystoneRef ownership, delete by the stored ID."""
-
-    KEYSTONE_KIND: io.KeystoneKind
-
-    def is_ours(self, spec: CommonSpec) -> bool:
-        ref = spec.keystone_ref.name if spec.keystone_ref else ""
-        return ref in ("", self.st.config.keystone_name)
-
-    async def finalize(self, spec: Any) -> None:
-        # Delete by the ID this workflow recorded, never by a query: a same-named object made by
-        # someone else is not ours to remove. Already gone counts as deleted.
-        field = self.info.id_field
-        stored = self.st.ids.get(field) if field else None
-        if stored:
-            await call(
-                io.DELETE,
-                io.Delete(kind=self.KEYSTONE_KIND, id=stored),
-                bool,
-                summary=f"delete {self.KEYSTONE_KIND} {stored}",
+    async def _claim(self, spec: CommonSpec, wanted: Claims, full: bool) -> None:
+        k = self.claim_state
+        k.seq += 1
+        seq, claimant = k.seq, self.claimant()
+        for path, (key, _) in wanted.items():
+            k.claimed[path] = key
+        self.set_step(f"claiming {', '.join(str(key) for key, _ in wanted.values())}")
+        await asyncio.gather(
+            *(
+                call_local(
+                    own.CLAIM,
+                    Claim(
+                        keystone=self.st.config.keystone_name,
+                        claimant=claimant,
+                        key=key,
+                        desired=desired,
+                        deletion_policy=spec.deletion_policy.value,
+                        seq=seq,
+                        full=full,
+                    ),
+                    summary=f"declare {key} to its workflow",
+                )
+                for key, desired in wanted.values()
             )
+        )
+        await self._await_answers(seq, list(wanted), "the answers of the Keystone objects' workflows")
 
-    def converged(
-        self, obj: io.KeystoneObject, done: str, what: str, dupes: list[io.KeystoneObject] | None = None
-    ) -> Outcome:
-        message = f"{done} {what}" if done != "unchanged" else f"{what} is up to date"
-        if dupes:
-            message += f"; duplicates not adopted: {', '.join(d.id for d in dupes)}"
-        field = self.info.id_field
-        return Outcome(conditions=ready(message), ids={field: obj.id} if field else {})
+    async def _await_answers(self, seq: int, paths: list[str], what: str) -> None:
+        k = self.claim_state
+        self._awaiting = seq
+        try:
+            await workflow.wait_condition(
+                lambda: all(p in k.results and k.results[p].seq >= seq for p in paths),
+                timeout=ANSWER_TIMEOUT,
+                timeout_summary=f"wait for {what}",
+            )
+        except TimeoutError:
+            late = [p for p in paths if p not in k.results or k.results[p].seq < seq]
+            raise PassFailed(f"no answer yet from the workflows of {', '.join(late)} — retrying") from None
+        finally:
+            self._awaiting = None
+
+    def render(self, results: list[ObjectResult]) -> Outcome:
+        """The Ready condition from the answers: the first problem, or everything that was done."""
+        for outcome, reason, retry in (
+            ("conflict", "Conflict", False),
+            ("error", ReadyReason.RECONCILE_ERROR.value, True),
+            ("waiting", ReadyReason.RECONCILE_ERROR.value, False),  # woken when the dependency appears
+        ):
+            problem = next((r for r in results if r.outcome == outcome), None)
+            if problem is not None:
+                raise PassFailed(problem.message, reason=reason, retry=retry)
+        adopted = any(r.outcome == "adopted" for r in results)
+        reason = "Adopted" if adopted else ReadyReason.RECONCILED.value
+        message = "; ".join(r.message for r in results)
+        return Outcome(conditions=[ConditionState.of(READY, True, reason, message)])
+
+    # ----- deletion -----------------------------------------------------------------------------
+    async def finalize(self, spec: SpecT) -> None:
+        if not self.ownership():
+            await legacy.finalize(self, spec)
+            return
+        await self._release(dict(self.claim_state.claimed), "delete", wait=True)
+
+    async def on_deleted(self, spec: SpecT) -> None:
+        # deletionPolicy retain (no finalizer): the claims go, the objects stay.
+        if self.claim_state.upgraded and self.claim_state.claimed:
+            await self._release(dict(self.claim_state.claimed), "retain", wait=False)
+
+    async def _release(self, keys: dict[str, ObjectKey], policy: Any, *, wait: bool) -> None:
+        k = self.claim_state
+        k.seq += 1
+        seq, claimant = k.seq, self.claimant()
+        self.set_step(f"releasing {', '.join(str(key) for key in keys.values())}")
+        running = await asyncio.gather(
+            *(
+                call_local(
+                    own.RELEASE,
+                    Release(
+                        keystone=self.st.config.keystone_name,
+                        claimant=claimant,
+                        key=key,
+                        deletion_policy=policy,
+                        seq=seq,
+                    ),
+                    summary=f"release {key}"
+                    + (" (delete it if osprov made it and no one else declares it)" if wait else ""),
+                )
+                for key in keys.values()
+            )
+        )
+        answered = [p for p, up in zip(keys, running, strict=True) if up]
+        if wait and answered:
+            await self._await_answers(
+                seq, answered, "the objects to be released (and deleted where osprov may)"
+            )
+        for path in keys:
+            k.claimed.pop(path, None)
+            k.results.pop(path, None)
+
+
+def one(key: ObjectKey, desired: Desired | None = None) -> Claims:
+    return {key.path: (key, desired or Desired())}
+
+
+class KeystoneObjectEntity(KeystoneEntity[SpecT, KeystoneState]):
+    """A kind that declares one Keystone object; its ID goes to the status field named after the kind."""
+
+    STATE = KeystoneState
+
+    def answered(self, spec: SpecT, results: dict[str, ObjectResult]) -> None:
+        (result,) = results.values()
+        self.k.id = result.id
+
+    def status(self, base: StatusBase) -> StatusModel:
+        field = self.info.id_attribute
+        return self.info.status_model(**base, **({field: self.k.id} if field else {}))

@@ -1,20 +1,18 @@
-"""Domain: find by name, create when missing, patch description/enabled drift; disable, then delete."""
+"""Domain: declares one Keystone domain (its description and enabled flag)."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
     from osprov.api.keystone import DomainSpec
     from osprov.api.messages import EntityInput
-    from osprov.workflows.calls import call
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, ensure, find
+    from osprov.api.ownership import Desired, ObjectKey
+    from osprov.workflows.keystone.common import Claims, KeystoneObjectEntity, one
 
 
 @workflow.defn(name="Domain")
-class DomainWorkflow(KeystoneEntity):
+class DomainWorkflow(KeystoneObjectEntity[DomainSpec]):
     KIND = "Domain"
     KEYSTONE_KIND = "domain"
 
@@ -22,24 +20,6 @@ class DomainWorkflow(KeystoneEntity):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: DomainSpec, full: bool) -> Outcome:
-        obj, done, dupes = await ensure(
-            "domain",
-            io.Find(kind="domain", name=spec.name),
-            {"name": spec.name},
-            {"description": spec.description, "enabled": spec.enabled},
-        )
-        return self.converged(obj, done, f"domain {spec.name}", dupes)
-
-    async def finalize(self, spec: DomainSpec) -> None:
-        # Keystone refuses to delete an enabled domain (403): disable it first, by the stored ID.
-        stored = self.st.ids.get("domainID")
-        # Patched (docs/architecture.md, "Upgrades"): workflows that already ran finalize without it replay.
-        if stored and workflow.patched("domain-disable-before-delete") and await find("domain", id=stored):
-            await call(
-                io.UPDATE,
-                io.Update(kind="domain", id=stored, fields={"enabled": False}),
-                io.KeystoneObject,
-                summary=f"disable domain {stored} before deleting it",
-            )
-        await super().finalize(spec)
+    def claims(self, spec: DomainSpec) -> Claims:
+        key = ObjectKey(kind="domain", name=spec.name)
+        return one(key, Desired(fields={"description": spec.description, "enabled": spec.enabled}))

@@ -1,8 +1,9 @@
-"""Endpoint: admin/internal/public URLs of one service (by name and type) in one region.
+"""Endpoint: declares the admin/internal/public endpoints of one service (by name and type) in one region.
 
-An omitted interface is not published. A URL change is a PATCH that keeps the endpoint ID.
-Duplicates for one service, region and interface: the lowest ID is adopted and the others are
-named in the Ready message — never deleted (we did not create them).
+Each interface is its own Keystone object (a workflow each). An omitted interface is not published; one
+removed from the spec is released (kept in Keystone: delete it by hand or delete the resource with
+deletionPolicy delete). A URL change is a PATCH that keeps the endpoint ID; duplicates for one service,
+region and interface: the lowest ID is used and the others are named in the message, never deleted.
 """
 
 from __future__ import annotations
@@ -10,61 +11,36 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
-    from osprov.api.keystone import EndpointSpec
+    from osprov.api.keystone import EndpointSpec, EndpointStatus
     from osprov.api.messages import EntityInput
-    from osprov.workflows.calls import call
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, ensure, find, ready, require
+    from osprov.api.ownership import Desired, ObjectKey, ObjectResult
+    from osprov.api.state import EndpointState
+    from osprov.workflows.entity import StatusBase
+    from osprov.workflows.keystone.common import Claims, KeystoneEntity
 
 
 @workflow.defn(name="Endpoint")
-class EndpointWorkflow(KeystoneEntity):
+class EndpointWorkflow(KeystoneEntity[EndpointSpec, EndpointState]):
     KIND = "Endpoint"
     KEYSTONE_KIND = "endpoint"
+    STATE = EndpointState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: EndpointSpec, full: bool) -> Outcome:
+    def claims(self, spec: EndpointSpec) -> Claims:
         svc = spec.service
-        service = await require(
-            "service", f"service {svc.name!r} of type {svc.type!r}", svc.name, type=svc.type
-        )
-        if not await find("region", spec.region):
-            region = io.Find(kind="region", name=spec.region)
-            await call(
-                io.CREATE,
-                io.Create(kind="region", fields={"id": spec.region}, find=region),
-                io.KeystoneObject,
-                summary=f"create region {spec.region}",
-            )
-        ids: dict[str, str] = {}
-        notes: list[str] = []
+        out: Claims = {}
         for interface, url in sorted((i.value, u) for i, u in spec.urls.items()):
-            keys = {"service_id": service.id, "region_id": spec.region, "interface": interface}
-            obj, done, dupes = await ensure(
-                "endpoint", io.Find(kind="endpoint", filters=keys), keys, {"url": url}
+            key = ObjectKey(
+                kind="endpoint", name=svc.name, type=svc.type, region=spec.region, interface=interface
             )
-            ids[interface] = obj.id
-            if done != "unchanged":
-                notes.append(f"{interface} {done}")
-            if dupes:
-                notes.append(
-                    f"{interface} has duplicates {', '.join(d.id for d in dupes)} (adopted {obj.id}; "
-                    "the others were left in place)"
-                )
-        message = f"endpoints of {svc.name} ({svc.type}) in {spec.region}: {', '.join(sorted(ids))}"
-        if notes:
-            message += "; " + "; ".join(notes)
-        return Outcome(conditions=ready(message), ids={"endpointIDs": ids})
+            out[key.path] = (key, Desired(fields={"url": url}))
+        return out
 
-    async def finalize(self, spec: EndpointSpec) -> None:
-        for interface, endpoint_id in sorted((self.st.ids.get("endpointIDs") or {}).items()):
-            await call(
-                io.DELETE,
-                io.Delete(kind="endpoint", id=endpoint_id),
-                bool,
-                summary=f"delete {interface} endpoint {endpoint_id}",
-            )
+    def answered(self, spec: EndpointSpec, results: dict[str, ObjectResult]) -> None:
+        self.k.endpoint_ids = {r.key.interface: r.id for r in results.values() if r.key.interface and r.id}
+
+    def status(self, base: StatusBase) -> EndpointStatus:
+        return EndpointStatus(**base, endpoint_ids=self.k.endpoint_ids or None)

@@ -1,19 +1,18 @@
-"""Group: find by name in its domain, create when missing, patch description drift."""
+"""Group: declares one Keystone group in a domain (membership comes from a mapping, not from here)."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
     from osprov.api.keystone import GroupSpec
     from osprov.api.messages import EntityInput
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.api.ownership import Desired, ObjectKey
+    from osprov.workflows.keystone.common import Claims, KeystoneObjectEntity, one
 
 
 @workflow.defn(name="Group")
-class GroupWorkflow(KeystoneEntity):
+class GroupWorkflow(KeystoneObjectEntity[GroupSpec]):
     KIND = "Group"
     KEYSTONE_KIND = "group"
 
@@ -21,12 +20,6 @@ class GroupWorkflow(KeystoneEntity):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: GroupSpec, full: bool) -> Outcome:
-        dom = await domain_id(spec.domain)
-        obj, done, dupes = await ensure(
-            "group",
-            io.Find(kind="group", name=spec.name, filters={"domain_id": dom}),
-            {"name": spec.name, "domain_id": dom},
-            {"description": spec.description},
-        )
-        return self.converged(obj, done, f"group {spec.name} in domain {spec.domain}", dupes)
+    def claims(self, spec: GroupSpec) -> Claims:
+        key = ObjectKey(kind="group", domain=spec.domain, name=spec.name)
+        return one(key, Desired(fields={"description": spec.description}))

@@ -1,19 +1,18 @@
-"""Project: its domain must exist (else a retried, explained failure); then find/create/patch."""
+"""Project: declares one Keystone project in a domain (the domain is a dependency: waited for, not polled)."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
     from osprov.api.keystone import ProjectSpec
     from osprov.api.messages import EntityInput
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.api.ownership import Desired, ObjectKey
+    from osprov.workflows.keystone.common import Claims, KeystoneObjectEntity, one
 
 
 @workflow.defn(name="Project")
-class ProjectWorkflow(KeystoneEntity):
+class ProjectWorkflow(KeystoneObjectEntity[ProjectSpec]):
     KIND = "Project"
     KEYSTONE_KIND = "project"
 
@@ -21,12 +20,6 @@ class ProjectWorkflow(KeystoneEntity):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: ProjectSpec, full: bool) -> Outcome:
-        dom = await domain_id(spec.domain)
-        obj, done, dupes = await ensure(
-            "project",
-            io.Find(kind="project", name=spec.name, filters={"domain_id": dom}),
-            {"name": spec.name, "domain_id": dom},
-            {"description": spec.description, "enabled": spec.enabled},
-        )
-        return self.converged(obj, done, f"project {spec.name} in domain {spec.domain}", dupes)
+    def claims(self, spec: ProjectSpec) -> Claims:
+        key = ObjectKey(kind="project", domain=spec.domain, name=spec.name)
+        return one(key, Desired(fields={"description": spec.description, "enabled": spec.enabled}))

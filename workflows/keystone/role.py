@@ -1,19 +1,18 @@
-"""Role: global (no domain) or domain-specific; find by name (+ domain), create when missing."""
+"""Role: declares one Keystone role, global or domain-specific."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
     from osprov.api.keystone import RoleSpec
     from osprov.api.messages import EntityInput
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ensure
+    from osprov.api.ownership import ObjectKey
+    from osprov.workflows.keystone.common import Claims, KeystoneObjectEntity, one
 
 
 @workflow.defn(name="Role")
-class RoleWorkflow(KeystoneEntity):
+class RoleWorkflow(KeystoneObjectEntity[RoleSpec]):
     KIND = "Role"
     KEYSTONE_KIND = "role"
 
@@ -21,10 +20,5 @@ class RoleWorkflow(KeystoneEntity):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: RoleSpec, full: bool) -> Outcome:
-        filters = {"domain_id": await domain_id(spec.domain)} if spec.domain else {}
-        obj, done, dupes = await ensure(
-            "role", io.Find(kind="role", name=spec.name, filters=filters), {"name": spec.name, **filters}, {}
-        )
-        where = f" in domain {spec.domain}" if spec.domain else ""
-        return self.converged(obj, done, f"role {spec.name}{where}", dupes)
+    def claims(self, spec: RoleSpec) -> Claims:
+        return one(ObjectKey(kind="role", name=spec.name, domain=spec.domain))

@@ -1,8 +1,8 @@
-"""RoleAssignment: resolve role, subject and scope to IDs, then ensure the grant (PUT, idempotent).
+"""RoleAssignment: declares one grant (a role, to a user or a group, on a project, a domain or the system).
 
-The grant is checked first so an unchanged assignment costs reads only; a grant revoked by hand
-is restored on the resync. deletionPolicy=delete revokes exactly the grant this workflow made,
-by the IDs it recorded, and revokes a grant it made earlier when the spec moves to another one.
+The grant is an object of its own, keyed by the names of its role, subject and scope: its workflow checks
+it and PUTs it when missing. A grant that existed before any claim is never revoked; one osprov made is
+revoked when its last claimant with deletionPolicy delete goes (or moves to another grant).
 """
 
 from __future__ import annotations
@@ -10,81 +10,41 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api import keystone_io as io
     from osprov.api.keystone import RoleAssignmentSpec
     from osprov.api.messages import EntityInput
-    from osprov.workflows.calls import call
-    from osprov.workflows.entity import Outcome
-    from osprov.workflows.keystone.common import KeystoneEntity, domain_id, ready, require
+    from osprov.api.ownership import ObjectKey
+    from osprov.api.state import RoleAssignmentState
+    from osprov.workflows.keystone.common import Claims, KeystoneEntity, one
+
+
+def grant_key(spec: RoleAssignmentSpec) -> ObjectKey:
+    subject = spec.user or spec.group
+    assert subject is not None  # the CRD's one-of rule and the model guarantee it
+    if spec.project:
+        scope: ObjectKey | None = ObjectKey(
+            kind="project", domain=spec.project.domain, name=spec.project.name
+        )
+    elif spec.domain:
+        scope = ObjectKey(kind="domain", name=spec.domain.name)
+    else:
+        scope = None  # the system
+    return ObjectKey(
+        kind="grant",
+        role=ObjectKey(kind="role", name=spec.role.name, domain=spec.role.domain),
+        subject=ObjectKey(kind="user" if spec.user else "group", domain=subject.domain, name=subject.name),
+        scope=scope,
+    )
 
 
 @workflow.defn(name="RoleAssignment")
-class RoleAssignmentWorkflow(KeystoneEntity):
+class RoleAssignmentWorkflow(KeystoneEntity[RoleAssignmentSpec, RoleAssignmentState]):
     KIND = "RoleAssignment"
-    KEYSTONE_KIND = "role"  # no object of its own: deletion revokes the grant instead
+    KEYSTONE_KIND = "role"  # no object of its own (runs before ownership revoked the recorded grant)
+    STATE = RoleAssignmentState
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    async def reconcile(self, spec: RoleAssignmentSpec, full: bool) -> Outcome:
-        grant, text = await self._resolve(spec)
-        previous = self.st.extra.get("grant")
-        if await call(io.CHECK_GRANT, grant, bool, summary=f"check grant: {text}"):
-            message = f"{text} is in place"
-        else:
-            await call(io.PUT_GRANT, grant, summary=f"grant: {text}")
-            message = f"granted {text}"
-        self.st.extra["grant"] = grant.model_dump()
-        if (
-            previous
-            and previous != self.st.extra["grant"]
-            and self.wants_finalizer(spec)
-            and workflow.patched("revoke-superseded-grant")
-        ):
-            # The spec now names another role, subject or scope: the grant this workflow made before
-            # would otherwise outlive the resource (deletion revokes only the recorded one). Revoked
-            # after the new grant is in place, so the subject never holds neither.
-            await call(io.REVOKE_GRANT, io.Grant(**previous), bool, summary="revoke the superseded grant")
-            message += "; the previous grant was revoked"
-        return Outcome(conditions=ready(message))
-
-    async def finalize(self, spec: RoleAssignmentSpec) -> None:
-        stored = self.st.extra.get("grant")
-        if stored:
-            await call(io.REVOKE_GRANT, io.Grant(**stored), bool, summary="revoke the recorded grant")
-
-    async def _resolve(self, spec: RoleAssignmentSpec) -> tuple[io.Grant, str]:
-        role_filters = {"domain_id": await domain_id(spec.role.domain)} if spec.role.domain else {}
-        role = await require("role", f"role {spec.role.name!r}", spec.role.name, **role_filters)
-        ids: dict[str, str] = {"role_id": role.id}
-        if spec.user:
-            user = await require(
-                "user",
-                f"user {spec.user.name!r} in domain {spec.user.domain!r}",
-                spec.user.name,
-                domain_id=await domain_id(spec.user.domain),
-            )
-            ids["user_id"], subject = user.id, f"user {spec.user.name}"
-        else:
-            assert spec.group is not None  # the CRD's one-of rule and the model guarantee it
-            group = await require(
-                "group",
-                f"group {spec.group.name!r} in domain {spec.group.domain!r}",
-                spec.group.name,
-                domain_id=await domain_id(spec.group.domain),
-            )
-            ids["group_id"], subject = group.id, f"group {spec.group.name}"
-        if spec.project:
-            project = await require(
-                "project",
-                f"project {spec.project.name!r} in domain {spec.project.domain!r}",
-                spec.project.name,
-                domain_id=await domain_id(spec.project.domain),
-            )
-            ids["project_id"], scope = project.id, f"project {spec.project.name}"
-        elif spec.domain:
-            ids["domain_id"], scope = await domain_id(spec.domain.name), f"domain {spec.domain.name}"
-        else:
-            return io.Grant(**ids, system="all"), f"role {spec.role.name} to {subject} on the system"
-        return io.Grant(**ids), f"role {spec.role.name} to {subject} on {scope}"
+    def claims(self, spec: RoleAssignmentSpec) -> Claims:
+        return one(grant_key(spec))

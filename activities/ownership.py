@@ -1,0 +1,148 @@
+"""Ownership activities: messages to KeystoneObject workflows, and the operator's policy for an object.
+
+A workflow can signal a running workflow but cannot signal-with-start one, so a claim or a watch (which
+must start the object's workflow if it is not running yet) is one call of the worker's own Temporal client.
+The policy is configuration of the controller — never of a resource — plus what must never be touched:
+the controller's own user, project and domains, `admin`, and the identity service with its endpoints.
+
+Environment (worker):
+  OSPROV_OWNERSHIP_ALLOW   comma-separated object paths (fnmatch patterns, e.g. `project/Default/service`)
+                           that osprov may converge although it did not create them
+  OSPROV_OWNERSHIP_DENY    object paths osprov never writes or deletes (added to the built-in ones)
+An object path is `kind/part/…` (api.ownership.ObjectKey.path), e.g. `domain/service`, `user/Default/nova`,
+`role/admin`, `service/keystone/identity`, `endpoint/keystone/identity/RegionOne/public`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from osprov.activities import cloud
+from osprov.activities.cloud import openstack_errors
+from osprov.activities.contract import implements, implements_async
+from osprov.activities.errors import transient
+from osprov.api import ownership as own
+from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch
+
+# Built-in protections by object path (the bootstrap admin and the identity service's catalog entry).
+PROTECTED: dict[str, str] = {
+    "user/Default/admin": "the bootstrap admin user",
+    "project/Default/admin": "the bootstrap admin project",
+    "role/admin": "the admin role",
+    "service/*/identity": "the identity service",
+    "endpoint/*/identity/*": "the identity service's endpoints",
+}
+
+
+async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -> None:
+    client: Client = activity.client()
+    try:
+        await client.start_workflow(
+            own.WORKFLOW_TYPE,
+            own.ObjectInput(keystone=keystone, key=key),
+            id=key.workflow_id(keystone),
+            task_queue=activity.info().task_queue,
+            start_signal=signal,
+            start_signal_args=[arg],
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            static_summary=f"Keystone {key}",
+        )
+    except RPCError as err:
+        raise transient(f"cannot reach the workflow of {key}: {err.status.name}") from None
+
+
+async def _signal_if_running(keystone: str, key: ObjectKey, signal: str, arg: object) -> bool:
+    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(key.workflow_id(keystone))
+    try:
+        await handle.signal(signal, arg)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False  # not running: nothing is claimed or watched there
+        raise transient(f"cannot reach the workflow of {key}: {err.status.name}") from None
+    return True
+
+
+@implements_async(own.CLAIM)
+async def claim(request: Claim) -> None:
+    """Deliver a claim to the object's workflow, starting it if needed."""
+    await _start_with(own.SIGNAL_CLAIM, request.keystone, request.key, request)
+
+
+@implements_async(own.WATCH)
+async def watch(request: Watch) -> None:
+    """Ask an object's workflow (started if needed) to tell a dependent its ID."""
+    await _start_with(own.SIGNAL_WATCH, request.keystone, request.key, request)
+
+
+@implements_async(own.RELEASE)
+async def release(request: Release) -> bool:
+    """Withdraw a claim; False when the object's workflow is not running (nothing was claimed there)."""
+    return await _signal_if_running(request.keystone, request.key, own.SIGNAL_RELEASE, request)
+
+
+@implements_async(own.UNWATCH)
+async def unwatch(request: Watch) -> bool:
+    return await _signal_if_running(request.keystone, request.key, "unwatch", request)
+
+
+@functools.cache
+def _controller_paths(cloud_name: str, config_file: str | None) -> dict[str, str]:
+    """Object paths of the controller's own user, project and domains (cached per credentials)."""
+    conn = cloud.admin_connection()
+    identity: Any = conn.identity  # the v3 proxy (clouds.yaml pins identity v3)
+    with openstack_errors("read the controller's own identity"):
+        user = identity.get_user(conn.current_user_id)
+        user_domain = identity.get_domain(user.domain_id).name
+        paths = {
+            ObjectKey(kind="user", domain=user_domain, name=user.name).path: "the controller's own user",
+            ObjectKey(kind="domain", name=user_domain).path: "the controller's own domain",
+        }
+        if conn.current_project_id:
+            project = identity.get_project(conn.current_project_id)
+            project_domain = identity.get_domain(project.domain_id).name
+            paths[ObjectKey(kind="project", domain=project_domain, name=project.name).path] = (
+                "the controller's own project"
+            )
+            paths[ObjectKey(kind="domain", name=project_domain).path] = "the controller's own domain"
+    return paths
+
+
+def _patterns(variable: str) -> list[str]:
+    return [p.strip() for p in os.environ.get(variable, "").split(",") if p.strip()]
+
+
+def _matches(path: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def policy_for(key: ObjectKey, controller: dict[str, str]) -> Policy:
+    """The ownership policy of one object: built-in protections, the controller's own identity, the
+    operator's deny- and allow-lists (deny wins)."""
+    subjects = [key.subject] if key.kind == "grant" and key.subject is not None else []
+    for path in [key.path, *(s.path for s in subjects)]:
+        for pattern, why in [*PROTECTED.items(), *controller.items()]:
+            if _matches(path, pattern):
+                return Policy(
+                    protected=True, reason=why if path == key.path else f"it grants a role to {why}"
+                )
+        if any(_matches(path, p) for p in _patterns("OSPROV_OWNERSHIP_DENY")):
+            return Policy(protected=True, reason="the operator's deny-list names it")
+    allowed = any(_matches(key.path, p) for p in _patterns("OSPROV_OWNERSHIP_ALLOW"))
+    return Policy(allowed=allowed, reason="the operator's allow-list names it" if allowed else "")
+
+
+@implements(own.POLICY)
+def policy(request: ObjectKey) -> Policy:
+    settings = cloud.CloudSettings.from_env()
+    return policy_for(request, _controller_paths(settings.cloud, settings.config_file))
+
+
+ACTIVITIES = [claim, watch, release, unwatch, policy]

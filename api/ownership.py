@@ -1,0 +1,196 @@
+"""The ownership contract: one workflow per Keystone object, its single writer and its ownership record.
+
+Resources never write Keystone objects themselves: they *claim* an object (by its identity: type and
+names) from that object's workflow, which decides — by whether osprov created the object, the operator's
+allow- and deny-lists and the other claims — what may be written, and answers each claimant. Pure
+pydantic: workflows import it inside Temporal's sandbox. No secret value ever appears here: a password
+travels as a Secret reference and version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from osprov.api.activity import Activity
+from osprov.api.keystone_io import SecretRef
+
+SIGNAL_CLAIM = "claim"
+SIGNAL_RELEASE = "release"
+SIGNAL_WATCH = "watch"
+SIGNAL_OBJECT_RESULT = "object_result"
+SIGNAL_PARENT_READY = "parent_ready"
+QUERY_OBJECT = "object"
+WORKFLOW_TYPE = "KeystoneObject"
+
+ObjectKind = Literal["domain", "project", "role", "group", "user", "service", "endpoint", "grant"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ObjectKey(_Frozen):
+    """A Keystone object's identity, by the names a resource knows.
+
+    domain: (name); project, group, user: (domain, name); role: (name[, domain]); service: (name, type);
+    endpoint: (service name, service type, region, interface); grant: the role, the subject and the scope,
+    each as a key of its own.
+    """
+
+    kind: ObjectKind
+    name: str = ""
+    domain: str | None = None  # the owning domain's name (project, group, user; role when domain-specific)
+    type: str | None = None  # service type (service; endpoint: the service's type)
+    region: str | None = None  # endpoint
+    interface: str | None = None  # endpoint: admin | internal | public
+    role: ObjectKey | None = None  # grant
+    subject: ObjectKey | None = None  # grant: a user or a group
+    scope: ObjectKey | None = None  # grant: a project or a domain; None = the system
+
+    @property
+    def parts(self) -> list[str]:
+        if self.kind == "grant":
+            assert self.role is not None and self.subject is not None
+            scope = self.scope.path if self.scope else "system"
+            return [self.role.path, self.subject.path, scope]
+        return [p for p in (self.domain, self.name, self.type, self.region, self.interface) if p is not None]
+
+    @property
+    def path(self) -> str:
+        """`kind/part/…`, each part escaped: what the operator's allow- and deny-lists name."""
+        return "/".join([self.kind, *(quote(p, safe="") for p in self.parts)])
+
+    def workflow_id(self, keystone: str) -> str:
+        """The object's workflow, per Keystone deployment (a controller serves one: config.keystone_name)."""
+        return f"{WORKFLOW_TYPE}/{quote(keystone, safe='')}/{self.path}"
+
+    def __str__(self) -> str:
+        if self.kind == "grant":
+            assert self.role is not None and self.subject is not None
+            scope = f"{self.scope}" if self.scope else "the system"
+            return f"role {self.role.name} for {self.subject} on {scope}"
+        where = {
+            "project": f" in domain {self.domain}",
+            "group": f" in domain {self.domain}",
+            "user": f" in domain {self.domain}",
+            "role": f" in domain {self.domain}" if self.domain else "",
+            "service": f" of type {self.type}",
+            "endpoint": f" of {self.type} service {self.name} in {self.region}",
+        }.get(self.kind, "")
+        label = f"{self.interface} endpoint" if self.kind == "endpoint" else f"{self.kind} {self.name}"
+        return label + where
+
+
+def workflow_path(workflow_id: str) -> list[str]:
+    """The unescaped parts of an object workflow ID (for tools; the key itself is in the workflow's state)."""
+    return [unquote(p) for p in workflow_id.split("/")[2:]]
+
+
+class Desired(_Frozen):
+    """What a claimant declares for the object: the managed fields it sets (unset = not managed by it),
+    references to other objects the fields name, and for a user its password Secret."""
+
+    fields: dict[str, Any] = Field(default_factory=dict)
+    refs: dict[str, ObjectKey] = Field(default_factory=dict)  # field -> the object whose ID it takes
+    password: SecretRef | None = None
+    password_version: str | None = None  # the Secret's resourceVersion: a new one means "probe again"
+
+
+class Claimant(_Frozen):
+    workflow_id: str  # where results are signalled
+    resource: str  # "Kind namespace/name": how a conflict names it to the other side
+
+
+class Claim(_Frozen):
+    keystone: str  # the Keystone deployment (the controller's keystone_name)
+    claimant: Claimant
+    key: ObjectKey
+    desired: Desired
+    deletion_policy: Literal["retain", "delete"] = "retain"
+    seq: int  # echoed in the result: the claimant waits for the answer to its latest claim
+    full: bool = False  # a full pass (desired state changed or the periodic resync): check drift, probe
+
+
+class Release(_Frozen):
+    keystone: str
+    claimant: Claimant
+    key: ObjectKey
+    deletion_policy: Literal["retain", "delete"]
+    seq: int
+
+
+class Watch(_Frozen):
+    """A dependent asks to be told the object's ID (now if known, else when it appears)."""
+
+    keystone: str
+    watcher: str  # workflow ID of the dependent object's workflow
+    key: ObjectKey
+
+
+class ParentReady(_Frozen):
+    """An object's answer to a watch, and its news later: whether it exists now, and its ID."""
+
+    key: ObjectKey
+    present: bool
+    id: str | None = None
+
+
+Outcome = Literal["ready", "adopted", "conflict", "waiting", "error", "released"]
+
+
+class ObjectResult(_Frozen):
+    """An object workflow's answer to one claimant (also sent unasked when the answer changes)."""
+
+    key: ObjectKey
+    seq: int
+    outcome: Outcome
+    message: str  # user-safe: goes to the resource's Ready condition
+    id: str | None = None
+    origin: Literal["created", "found"] | None = None
+
+
+class Policy(_Frozen):
+    """What the operator's configuration (never a resource) says about one object."""
+
+    protected: bool = (
+        False  # never written, never deleted (the controller's own identity, admin, identity service…)
+    )
+    allowed: bool = False  # osprov may converge it although it did not create it
+    reason: str = ""  # why it is protected (user-safe)
+
+
+class ObjectState(BaseModel):
+    """The ownership record and single-writer state of one Keystone object (its workflow's state)."""
+
+    keystone: str
+    key: ObjectKey
+    id: str | None = None  # the Keystone ID (grant: none; `present` says whether it exists)
+    present: bool = False
+    origin: Literal["created", "found"] | None = None  # decided once, at the first observation
+    created_for: str | None = None  # the resource that osprov created it for
+    claims: list[Claim] = Field(default_factory=list)  # latest claim per claimant, in arrival order
+    watchers: list[str] = Field(default_factory=list)  # dependents' workflow IDs, told of every change
+    parent_ids: dict[str, str] = Field(default_factory=dict)  # field -> ID of the object it references
+    password_version: str | None = None  # Secret version whose password Keystone holds (verified or set)
+    policy: Policy | None = None
+    results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
+    passes: int = 0
+
+
+class ObjectInput(_Frozen):
+    """An object workflow's input: its key, and the state carried by continue-as-new."""
+
+    keystone: str
+    key: ObjectKey
+    carried: ObjectState | None = None
+
+
+# --- the messaging activities (a workflow cannot signal-with-start another one by itself) -------------
+CLAIM: Activity[Claim, None] = Activity("ownership.claim", Claim, type(None))
+WATCH: Activity[Watch, None] = Activity("ownership.watch", Watch, type(None))
+RELEASE: Activity[Release, bool] = Activity("ownership.release", Release, bool)
+UNWATCH: Activity[Watch, bool] = Activity("ownership.unwatch", Watch, bool)
+POLICY: Activity[ObjectKey, Policy] = Activity("ownership.policy", ObjectKey, Policy)

@@ -1,0 +1,96 @@
+"""Each kind's own workflow state: typed, carried across continue-as-new, shown by the `state` query.
+
+Pure pydantic (workflows import it inside Temporal's sandbox). Runs started before typed state kept these
+values in two dicts (`ids`, `extra`) under the keys named in each field's `validation_alias`; the entity
+loop folds those dicts into the kind's model, so a running workflow continues with the same values.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from osprov.api.keystone_io import Grant
+from osprov.api.nova import RebuildMarker, ServerPhase, ServerVolumeStatus
+from osprov.api.ownership import ObjectKey, ObjectResult
+
+
+class KindState(BaseModel):
+    """Base of every kind's state: field names in Python, the legacy dict keys accepted too."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+# --- Keystone kinds ------------------------------------------------------------------------------------
+
+
+class ClaimsState(KindState):
+    """What a Keystone kind's resource claimed from the objects' workflows (api/ownership.py)."""
+
+    claimed: dict[str, ObjectKey] = Field(default_factory=dict)  # object path -> key
+    results: dict[str, ObjectResult] = Field(default_factory=dict)  # object path -> its latest answer
+    seq: int = 0  # of the latest claim sent
+    upgraded: bool = False  # this run took the ownership path (runs started before it keep the old one)
+
+
+class KeystoneState(ClaimsState):
+    """Domain, Project, Role, Group, User, Service: the Keystone ID the resource resolved to."""
+
+    id: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "id", "domainID", "projectID", "roleID", "groupID", "userID", "serviceID"
+        ),
+    )
+
+
+class EndpointState(ClaimsState):
+    endpoint_ids: dict[str, str] = Field(
+        default_factory=dict, validation_alias=AliasChoices("endpoint_ids", "endpointIDs")
+    )
+
+
+class RoleAssignmentState(ClaimsState):
+    grant: Grant | None = None  # runs before ownership: the grant this workflow made
+
+
+# --- Cinder ---------------------------------------------------------------------------------------------
+
+
+class VolumeState(KindState):
+    volume_id: str | None = Field(default=None, validation_alias=AliasChoices("volume_id", "volumeID"))
+    size: int | None = None
+    polls: int = Field(
+        default=0, validation_alias=AliasChoices("polls", "cinder_polls")
+    )  # waiting passes in a row
+
+
+# --- Octavia --------------------------------------------------------------------------------------------
+
+
+class LoadBalancerState(KindState):
+    load_balancer_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("load_balancer_id", "loadBalancerID")
+    )
+    vip_address: str | None = Field(default=None, validation_alias=AliasChoices("vip_address", "vipAddress"))
+    public_ip: str | None = Field(default=None, validation_alias=AliasChoices("public_ip", "publicIP"))
+    realised: bool = False  # something may exist in the cloud: deletion must look
+    waits: int = 0  # passes in a row spent waiting on Octavia (the wait backoff exponent)
+
+
+# --- Nova -----------------------------------------------------------------------------------------------
+
+
+class ServerState(KindState):
+    server_id: str | None = Field(default=None, validation_alias=AliasChoices("server_id", "serverID"))
+    rebuild: RebuildMarker | None = None  # the write-ahead rebuild intent (rebuild.md: "the marker")
+    phase: ServerPhase | None = None
+    launched_at: str | None = Field(default=None, validation_alias=AliasChoices("launched_at", "launchedAt"))
+    mac_address: str | None = Field(default=None, validation_alias=AliasChoices("mac_address", "macAddress"))
+    volumes: list[ServerVolumeStatus] | None = None  # status.volumes rows, once attachments were reconciled
+    attached: list[str] = Field(default_factory=list)  # Volume names this server holds (what may be detached)
+    creates: int = 0  # servers created for `creates_generation` (bounded recreate of a pre-boot failure)
+    creates_generation: int | None = None
+    deleting: str | None = None  # ID of a failed pre-boot server being deleted before the recreate
+    parked: bool = False  # P4a: the rebuild failed; waiting for a new image
+    step: str | None = None  # the decision a requeued pass waits on (shown instead of "idle")
+    waits: int = 0  # re-checks in a row while waiting on Nova (the wait backoff exponent)

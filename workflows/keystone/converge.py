@@ -1,0 +1,249 @@
+"""One step of a KeystoneObject workflow: observe the object, create it when claimed and absent, write what
+the ownership table allows, and decide each claimant's answer (see workflows/keystone/objects.py).
+
+Reads and creates run as local activities (short, idempotent: create is create-if-absent); deletes,
+revocations and password writes are ordinary activities, so the intent is in history before the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from osprov.api import keystone_io as io
+    from osprov.api import ownership as own
+    from osprov.api.errors import INVALID, NOT_FOUND
+    from osprov.api.ownership import Claim, ObjectResult, ObjectState
+    from osprov.workflows.calls import call, call_local
+    from osprov.workflows.entity import ACTIVITY_FAILED, error_type
+    from osprov.workflows.keystone import actuators as act
+
+
+class Converger:
+    def __init__(self, s: ObjectState, full: bool) -> None:
+        self.s = s
+        self.full = full
+        self.id_changed = False
+        self.parents_stale = False
+        self.done = "unchanged"  # created | updated | unchanged
+        self.password = ""
+        self.duplicates: list[str] = []
+        self.drift: list[str] = []
+
+    @property
+    def key(self) -> own.ObjectKey:
+        return self.s.key
+
+    @property
+    def writable(self) -> bool:
+        """May osprov write this object? Never when protected; else when it made it or the operator allows."""
+        policy = self.s.policy or own.Policy()
+        return not policy.protected and (self.s.origin == "created" or policy.allowed)
+
+    async def run(self) -> dict[str, ObjectResult]:
+        s = self.s
+        primary = s.claims[0] if s.claims else None
+        current = await self._observe()
+        if current is None and primary is not None:
+            if s.policy is not None and s.policy.protected:
+                return self._all(
+                    "error", f"{self.key} does not exist, and it is protected: osprov never creates it"
+                )
+            current = await self._create(primary)
+        if current is None:
+            return {}
+        if primary is not None:
+            await self._converge(primary, current)
+        return {c.claimant.workflow_id: self._answer(c, primary) for c in s.claims if primary is not None}
+
+    # ----- observe and create ---------------------------------------------------------------------
+    async def _observe(self) -> dict[str, Any] | None:
+        """The object's fields in Keystone now (None: absent); records the origin at the first sight."""
+        s = self.s
+        if self.key.kind == "grant":
+            grant = act.grant(self.key, s.parent_ids)
+            exists = await call_local(io.CHECK_GRANT, grant, summary=f"check {self.key}")
+            found: dict[str, Any] | None = {} if exists else None
+            self._seen(found is not None, None)
+            return found
+        lookup = act.lookup(self.key, s.parent_ids)
+        if s.id:
+            by_id = await call_local(
+                io.FIND, io.Find(kind=lookup.kind, filters={"id": s.id}), summary=f"read {self.key} ({s.id})"
+            )
+            matches = [o for o in by_id if all(o.fields.get(k) == v for k, v in lookup.filters.items())]
+        else:
+            matches = []
+        if not matches:
+            matches = await call_local(io.FIND, lookup, summary=f"find {self.key}")
+        self.duplicates = [o.id for o in matches[1:]]
+        obj = matches[0] if matches else None
+        self._seen(obj is not None, obj.id if obj else None)
+        return dict(obj.fields) if obj else None
+
+    def _seen(self, present: bool, object_id: str | None) -> None:
+        s = self.s
+        if s.origin is None and present:
+            s.origin = "found"  # it existed before any claim: never ours to rewrite or delete
+        if present != s.present or object_id != s.id:
+            self.id_changed = True
+        s.present, s.id = present, object_id if present else None
+
+    async def _create(self, primary: Claim) -> dict[str, Any] | None:
+        s = self.s
+        try:
+            if self.key.kind == "grant":
+                await call_local(io.PUT_GRANT, act.grant(self.key, s.parent_ids), summary=f"grant {self.key}")
+                fields: dict[str, Any] = {}
+                object_id = None
+            else:
+                if self.key.kind == "endpoint":
+                    await self._ensure_region()
+                lookup = act.lookup(self.key, s.parent_ids)
+                wanted = act.identity_fields(self.key, s.parent_ids) | act.managed(
+                    primary.desired, s.parent_ids
+                )
+                obj = await call_local(
+                    io.CREATE,
+                    io.Create(kind=lookup.kind, fields=wanted, find=lookup),
+                    summary=f"create {self.key}",
+                )
+                fields, object_id = dict(obj.fields), obj.id
+        except ACTIVITY_FAILED as err:
+            if error_type(err) in (NOT_FOUND, INVALID):
+                self.parents_stale = True  # e.g. a parent deleted outside osprov: resolve the parents again
+            raise
+        # Made now, by osprov, for this claimant (also when an object that existed before was deleted since).
+        s.origin, s.created_for = "created", primary.claimant.resource
+        self._seen(True, object_id)
+        self.done = "created"
+        if primary.desired.password is not None:
+            await self._set_password(primary)
+            self.password = "password set"
+        return fields
+
+    async def _ensure_region(self) -> None:
+        region = self.key.region
+        assert region is not None
+        find = io.Find(kind="region", name=region)
+        if not await call_local(io.FIND, find, summary=f"find region {region}"):
+            await call_local(
+                io.CREATE,
+                io.Create(kind="region", fields={"id": region}, find=find),
+                summary=f"create region {region}",
+            )
+
+    # ----- writes the ownership table allows --------------------------------------------------------
+    async def _converge(self, primary: Claim, current: dict[str, Any]) -> None:
+        s = self.s
+        wanted = act.managed(primary.desired, s.parent_ids)
+        drift = act.drift(current, wanted) if self.key.kind != "grant" else {}
+        self.drift = sorted(drift)
+        if drift and self.writable and self.done != "created":
+            assert s.id is not None
+            await call_local(
+                io.UPDATE,
+                io.Update(kind=self.key.kind, id=s.id, fields=drift),
+                summary=f"update {self.key}: {', '.join(sorted(drift))}",
+            )
+            self.done, self.drift = "updated", []
+        if primary.desired.password is not None and self.done != "created":
+            await self._password(primary)
+
+    async def _password(self, primary: Claim) -> None:
+        s = self.s
+        if not self.writable:
+            self.password = "password not managed: osprov did not create this user"
+            return
+        if s.password_version == primary.desired.password_version and not self.full:
+            self.password = "password unchanged"
+            return
+        assert s.id is not None and primary.desired.password is not None
+        probe = await call(
+            io.PROBE_PASSWORD,
+            io.Probe(
+                user_id=s.id,
+                user_name=self.key.name,
+                domain_id=s.parent_ids.get("domain_id", ""),
+                secret=primary.desired.password,
+            ),
+            summary=f"probe the password of {self.key}",
+        )
+        if probe.outcome == "unauthorized":
+            await self._set_password(primary)
+            self.password = "password updated"
+        else:
+            s.password_version = primary.desired.password_version
+            self.password = "password verified"
+
+    async def _set_password(self, primary: Claim) -> None:
+        s = self.s
+        assert s.id is not None and primary.desired.password is not None
+        secret = primary.desired.password
+        await call(
+            io.SET_PASSWORD,
+            io.SetPassword(user_id=s.id, secret=secret),
+            summary=f"set the password of {self.key} from Secret {secret.namespace}/{secret.name}",
+        )
+        s.password_version = primary.desired.password_version
+
+    async def delete(self) -> None:
+        """Delete the object osprov created (the last claimant asked for it): by ID, never by query."""
+        s = self.s
+        if self.key.kind == "grant":
+            await call(io.REVOKE_GRANT, act.grant(self.key, s.parent_ids), summary=f"revoke {self.key}")
+        elif s.id:
+            if self.key.kind == "domain":  # Keystone refuses to delete an enabled domain
+                await call(
+                    io.UPDATE,
+                    io.Update(kind="domain", id=s.id, fields={"enabled": False}),
+                    summary=f"disable {self.key} before deleting it",
+                )
+            await call(io.DELETE, io.Delete(kind=self.key.kind, id=s.id), summary=f"delete {self.key}")
+        s.present, s.id = False, None
+
+    # ----- answers -------------------------------------------------------------------------------
+    def _all(self, outcome: own.Outcome, message: str) -> dict[str, ObjectResult]:
+        return {c.claimant.workflow_id: self._make(c, outcome, message) for c in self.s.claims}
+
+    def _make(self, claim: Claim, outcome: own.Outcome, message: str) -> ObjectResult:
+        s = self.s
+        return ObjectResult(
+            key=s.key, seq=claim.seq, outcome=outcome, message=message, id=s.id, origin=s.origin
+        )
+
+    def _answer(self, claim: Claim, primary: Claim) -> ObjectResult:
+        s = self.s
+        if claim is not primary:
+            fields = act.disagreement(primary.desired, claim.desired)
+            if fields:
+                return self._make(
+                    claim,
+                    "conflict",
+                    f"{primary.claimant.resource} already declares {s.key} with a different {', '.join(fields)}; "
+                    "osprov applies the first declaration and writes nothing for this one",
+                )
+        policy = s.policy or own.Policy()
+        extras = [x for x in (self.password,) if x]
+        if self.duplicates:
+            extras.append(f"duplicates not adopted: {', '.join(self.duplicates)}")
+        if self.drift:
+            extras.append(f"differs from the spec: {', '.join(self.drift)}")
+        tail = f" ({'; '.join(extras)})" if extras else ""
+        if policy.protected:
+            return self._make(
+                claim, "adopted", f"{s.key} is protected ({policy.reason}): osprov never changes it{tail}"
+            )
+        if not self.writable:
+            return self._make(
+                claim,
+                "adopted",
+                f"adopted existing {s.key}: osprov did not create it, so it only reads it (an operator can "
+                f"allow-list it){tail}",
+            )
+        what = {"created": f"created {s.key}", "updated": f"updated {s.key}"}.get(
+            self.done, f"{s.key} is up to date"
+        )
+        return self._make(claim, "ready", what + tail)

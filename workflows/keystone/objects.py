@@ -1,0 +1,301 @@
+"""KeystoneObject: one workflow per Keystone object, its single writer and its ownership record.
+
+Resources claim the object (api/ownership.py); this workflow serialises everything done to it. The
+ownership table (docs/security.md) is decided here, once per object:
+
+  origin at the first observation | field and password writes                | deleted when released
+  created by osprov                | converge the first claimant's fields     | by the last claimant, if its
+                                   |                                          | deletionPolicy is delete
+  found (existed before)           | none: Adopted, drift shown               | never
+  found, operator allow-listed     | converge                                 | never
+  protected (policy)               | none                                     | never
+
+Two claimants declaring different values: the first one's apply, the later one is told Conflict. IDs of
+the objects this one depends on come from their own workflows (watch / parent_ready), which also wake
+this one when a dependency appears: no polling (an absent object with watchers re-checks on a slow timer,
+in case someone outside osprov creates it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from osprov.api import ownership as own
+    from osprov.api.ownership import Claim, ObjectKey, ObjectResult, ObjectState, ParentReady, Release, Watch
+    from osprov.workflows.calls import call_local
+    from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
+    from osprov.workflows.keystone import actuators as act
+    from osprov.workflows.keystone.converge import Converger
+
+MAX_PASSES_PER_RUN = 500
+# A parent answers a watch within one workflow task; longer means it is stuck (Keystone down): the
+# claimants are told "waiting" and the parent's answer, when it comes, wakes this object.
+PARENT_ANSWER_TIMEOUT = timedelta(seconds=30)
+# An absent object that dependents wait for is re-checked on this backoff, in case it is created outside
+# osprov (osprov's own creates wake the dependents at once).
+ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
+
+
+@workflow.defn(name=own.WORKFLOW_TYPE)
+class KeystoneObjectWorkflow:
+    def __init__(self) -> None:
+        self.s: ObjectState | None = None
+        self._dirty = False
+        self._full = False
+        self._releases: list[Release] = []
+        self._absent_checks = 0
+        self._new_watchers: list[str] = []  # answered at the next step (present or not)
+        self._watching: set[str] = set()  # parents asked (this run) to tell us about themselves
+        self._parent_answers: dict[str, ParentReady] = {}  # path -> a parent's latest answer
+
+    # ----- messages: handlers record; the loop acts --------------------------------------------
+    def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
+        if self.s is None:  # signal-with-start: the signal is handled before run() starts
+            self.s = ObjectState(keystone=keystone, key=key)
+        return self.s
+
+    @workflow.signal(name=own.SIGNAL_CLAIM)
+    def claim(self, claim: Claim) -> None:
+        s = self._state(claim.keystone, claim.key)
+        at = next(
+            (i for i, c in enumerate(s.claims) if c.claimant.workflow_id == claim.claimant.workflow_id), None
+        )
+        if at is None:
+            s.claims.append(claim)
+        else:
+            s.claims[at] = claim  # a claimant keeps its place (first declared, first applied)
+        self._full = self._full or claim.full
+        self._dirty = True
+
+    @workflow.signal(name=own.SIGNAL_RELEASE)
+    def release(self, release: Release) -> None:
+        self._state(release.keystone, release.key)
+        self._releases.append(release)
+        self._dirty = True
+
+    @workflow.signal(name=own.SIGNAL_WATCH)
+    def watch(self, watch: Watch) -> None:
+        s = self._state(watch.keystone, watch.key)
+        if watch.watcher not in s.watchers:
+            s.watchers.append(watch.watcher)
+        self._new_watchers.append(watch.watcher)
+        self._dirty = True
+
+    @workflow.signal(name="unwatch")
+    def unwatch(self, watch: Watch) -> None:
+        s = self._state(watch.keystone, watch.key)
+        if watch.watcher in s.watchers:
+            s.watchers.remove(watch.watcher)
+        self._dirty = True
+
+    @workflow.signal(name=own.SIGNAL_PARENT_READY)
+    def parent_ready(self, ready: ParentReady) -> None:
+        s = self.s
+        if s is None:
+            return
+        self._parent_answers[ready.key.path] = ready
+        for field, parent in act.parents(s.key, self._primary_desired()).items():
+            if parent == ready.key:
+                if ready.present and ready.id:
+                    s.parent_ids[field] = ready.id
+                else:
+                    s.parent_ids.pop(field, None)
+        self._dirty = True
+
+    @workflow.query(name=own.QUERY_OBJECT)
+    def record(self) -> ObjectState | None:
+        """The ownership record and single-writer state (also what `osprov status` shows)."""
+        return self.s
+
+    # ----- the loop ---------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: own.ObjectInput) -> str:
+        s = inp.carried or ObjectState(keystone=inp.keystone, key=inp.key)
+        if self.s is not None:  # claims and watches that arrived with the start
+            for c in self.s.claims:
+                if all(x.claimant.workflow_id != c.claimant.workflow_id for x in s.claims):
+                    s.claims.append(c)
+            s.watchers += [w for w in self.s.watchers if w not in s.watchers]
+        self.s = s
+        self._dirty = True
+        while True:
+            with contextlib.suppress(TimeoutError):
+                timeout = self._recheck_after()
+                await workflow.wait_condition(
+                    lambda: self._dirty,
+                    timeout=timedelta(seconds=timeout) if timeout else None,
+                    timeout_summary=f"re-check whether {s.key} exists (dependents are waiting for it)",
+                )
+            self._dirty = False
+            s.passes += 1
+            await self._step()
+            if self._finished():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                return self._end_reason()
+            if workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                s.passes = 0
+                workflow.continue_as_new(own.ObjectInput(keystone=s.keystone, key=s.key, carried=s))
+
+    def _finished(self) -> bool:
+        s = self.st
+        remembered = s.origin == "created" and s.present  # osprov's own object: keep its record
+        return not s.claims and not s.watchers and not self._releases and not remembered
+
+    def _end_reason(self) -> str:
+        return "deleted" if self.st.origin == "created" else "no claimant left"
+
+    def _recheck_after(self) -> float | None:
+        s = self.st
+        if s.present or not s.watchers or s.claims:
+            self._absent_checks = 0
+            return None
+        delay = min(ABSENT_RECHECK_FIRST * 2.0**self._absent_checks, ABSENT_RECHECK_MAX)
+        self._absent_checks += 1
+        return float(delay)
+
+    @property
+    def st(self) -> ObjectState:
+        assert self.s is not None
+        return self.s
+
+    def _primary_desired(self) -> own.Desired | None:
+        s = self.s
+        return s.claims[0].desired if s is not None and s.claims else None
+
+    # ----- one step -----------------------------------------------------------------------------
+    async def _step(self) -> None:
+        s = self.st
+        full, self._full = self._full, False
+        if s.policy is None or full:
+            s.policy = await call_local(own.POLICY, s.key, summary=f"operator policy for {s.key}")
+        converger = Converger(s, full)
+        if self._releases:
+            releases, self._releases = self._releases, []
+            for release in releases:
+                await self._release(converger, release)
+        if not s.claims and not s.watchers:
+            return
+        if not await self._parents_known():
+            return
+        try:
+            results = await converger.run()
+        except ACTIVITY_FAILED as err:
+            if converger.parents_stale:
+                s.parent_ids.clear()
+                self._dirty = True
+            results = {
+                c.claimant.workflow_id: self._result(c, "error", failure_message(err)) for c in s.claims
+            }
+        await self._tell_watchers(converger.id_changed)
+        await self._answer(results)
+
+    async def _parents_known(self) -> bool:
+        """True when every object this one depends on has an ID; else ask them and tell the claimants.
+
+        A parent answers a watch at once (it exists, or not yet) and again whenever that changes, so a
+        missing dependency wakes this object when it appears instead of being polled."""
+        s = self.st
+        needed = act.parents(s.key, self._primary_desired())
+        for field in [f for f in s.parent_ids if f not in needed]:
+            del s.parent_ids[field]
+        missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
+        asked = [k for k in missing.values() if k.path not in self._watching]
+        for key in asked:
+            self._watching.add(key.path)
+            await call_local(
+                own.WATCH,
+                Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
+                summary=f"ask {key} for its ID (and to wake this object when it exists)",
+            )
+        if asked:
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(
+                    lambda: all(k.path in self._parent_answers for k in asked),
+                    timeout=PARENT_ANSWER_TIMEOUT,
+                    timeout_summary="wait for the dependencies to say whether they exist",
+                )
+            missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
+        if not missing:
+            return True
+        await self._tell_watchers(False)  # dependents of this one: it cannot exist without its parents
+        first = next(iter(missing.values()))
+        where = (
+            f" in domain {first.domain!r}"
+            if first.domain
+            else f" of type {first.type!r}"
+            if first.type
+            else ""
+        )
+        message = (
+            f"{first.kind} {first.name!r}{where} does not exist in Keystone yet; create it (for example with a "
+            f"{first.kind.capitalize()} resource) — osprov continues as soon as it exists"
+        )
+        await self._answer({c.claimant.workflow_id: self._result(c, "waiting", message) for c in s.claims})
+        return False
+
+    async def _release(self, converger: Converger, release: Release) -> None:
+        s = self.st
+        s.claims = [c for c in s.claims if c.claimant.workflow_id != release.claimant.workflow_id]
+        s.results.pop(release.claimant.workflow_id, None)
+        if s.claims:
+            message = f"{s.key} is kept: {s.claims[0].claimant.resource} still declares it"
+        elif s.policy is not None and s.policy.protected:
+            message = f"{s.key} is kept: it is protected ({s.policy.reason})"
+        elif s.origin != "created":
+            message = f"{s.key} is kept: osprov did not create it"
+        elif release.deletion_policy != "delete":
+            message = f"{s.key} is kept (deletionPolicy retain)"
+        elif not s.present:
+            message = f"{s.key} is already gone"
+        else:
+            await converger.delete()
+            await self._tell_watchers(True)
+            message = f"deleted {s.key}"
+        result = ObjectResult(
+            key=s.key, seq=release.seq, outcome="released", message=message, origin=s.origin
+        )
+        await self._signal(release.claimant.workflow_id, result)
+
+    # ----- answers -----------------------------------------------------------------------------
+    def _result(self, claim: Claim, outcome: own.Outcome, message: str) -> ObjectResult:
+        s = self.st
+        return ObjectResult(
+            key=s.key, seq=claim.seq, outcome=outcome, message=message, id=s.id, origin=s.origin
+        )
+
+    async def _answer(self, results: dict[str, ObjectResult]) -> None:
+        """Send each claimant its result when it changed or answers a newer claim."""
+        s = self.st
+        for claim in list(s.claims):
+            cid = claim.claimant.workflow_id
+            result = results.get(cid)
+            if result is None or s.results.get(cid) == result:
+                continue
+            if await self._signal(cid, result):
+                s.results[cid] = result
+            else:  # the claimant's workflow is gone (terminated without releasing): drop its claim
+                s.claims = [c for c in s.claims if c.claimant.workflow_id != cid]
+                s.results.pop(cid, None)
+                self._dirty = True
+
+    async def _tell_watchers(self, changed: bool) -> None:
+        s = self.st
+        new, self._new_watchers = self._new_watchers, []
+        targets = list(s.watchers) if changed else [w for w in new if w in s.watchers]
+        for watcher in targets:
+            ready = ParentReady(key=s.key, present=s.present, id=s.id if s.present else None)
+            if not await self._signal(watcher, ready, own.SIGNAL_PARENT_READY):
+                s.watchers.remove(watcher)
+
+    async def _signal(self, workflow_id: str, arg: object, name: str = own.SIGNAL_OBJECT_RESULT) -> bool:
+        try:
+            await workflow.get_external_workflow_handle(workflow_id).signal(name, arg)
+        except FailureError:
+            return False
+        return True
