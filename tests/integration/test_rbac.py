@@ -61,21 +61,16 @@ def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator:
     name = f"rbac-{uuid.uuid4().hex[:8]}"
     osprov.create_secret("rbac-pw", {"OS_PASSWORD": "rbac-test-password-1"})
     osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete"})
-    user = {
-        "name": name,
-        "domain": "Default",
-        "deletionPolicy": "delete",
-        "passwordSecret": {"name": "rbac-pw"},
-    }
-    osprov.apply("User", "rbac-user", user)
     osprov.wait_ready("Domain", "rbac-domain")
+    user = {"name": name, "domain": name, "deletionPolicy": "delete", "passwordSecret": {"name": "rbac-pw"}}
+    osprov.apply("User", "rbac-user", user)
     osprov.wait_ready("User", "rbac-user")
-    osprov.delete("Domain", "rbac-domain")
-    osprov.delete("User", "rbac-user")
+    osprov.delete("User", "rbac-user")  # first: the domain must be empty before it goes
     wait_for(
-        lambda: osprov.get("Domain", "rbac-domain") is None and osprov.get("User", "rbac-user") is None,
-        "both deleted (finalizers removed by the worker)",
+        lambda: osprov.get("User", "rbac-user") is None, "User deleted (finalizer removed by the worker)"
     )
+    osprov.delete("Domain", "rbac-domain")
+    wait_for(lambda: osprov.get("Domain", "rbac-domain") is None, "Domain deleted (finalizer removed)")
     conn = admin_connection(osprov.stack)
     assert conn.identity.find_domain(name) is None  # type: ignore[union-attr] # v3, as everywhere here
     conn.close()
