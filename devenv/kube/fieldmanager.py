@@ -174,14 +174,31 @@ class Change:
         return fresh
 
 
+def _tracked_part(obj: dict[str, Any] | None, change: Change) -> dict[str, Any]:
+    """What a write may own, to compare only that (a status write compares the status alone)."""
+    if not obj:
+        return {}
+    if change.subresource == "status":
+        return {"status": obj["status"]} if "status" in obj else {}
+    part = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    if change.status_split:
+        part.pop("status", None)
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k in _TRACKED_META}
+    if meta:
+        part["metadata"] = meta
+    return part
+
+
 def track_update(
     old: dict[str, Any] | None, new: dict[str, Any], base: Any, change: Change
 ) -> list[dict[str, Any]]:
     """managedFields after an Update: the writer owns what it added or modified."""
     entries = decode(base)
-    diff = compare(old or {}, new, change.schema)
+    diff = compare(_tracked_part(old, change), _tracked_part(new, change), change.schema)
     changed = _filter(diff.added | diff.modified, change.subresource, change.status_split)
     removed = _filter(diff.removed, change.subresource, change.status_split)
+    if not changed and not removed and isinstance(base, list) and len(entries) == len(base):
+        return base  # nobody's ownership changes: keep the entries (and their times) as they are
     mine = change.entry(entries, "Update")
     for e in entries:
         if e is not mine:

@@ -104,7 +104,7 @@ class Handlers:
 
     async def _dispatch(self, request: web.Request, t: Target, verb: str) -> web.Response:
         store, rtype, ns = self.store, t.rtype, t.namespace or ""
-        if verb not in rtype.verbs and verb not in ("get", "list", "patch", "update"):
+        if verb not in rtype.verbs:
             raise method_not_allowed()
         if verb == "get":
             return object_response(request, t, store.get(rtype, ns, t.name))

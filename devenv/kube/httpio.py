@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
+from .encoding import dumps
 from .errors import ApiError, bad_request
 from .registry import Registry
 from .resources import ResourceType
@@ -27,12 +27,11 @@ class Target:
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=json.dumps(body, separators=(",", ":")).encode(),
-        status=status,
-        content_type=JSON,
-        headers=headers,
-    )
+    return raw_json_response(dumps(body), status, headers)
+
+
+def raw_json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=JSON, headers=headers)
 
 
 def error_response(err: ApiError) -> web.Response:

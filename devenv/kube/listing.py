@@ -7,8 +7,16 @@ from typing import Any
 
 from aiohttp import web
 
+from .encoding import encode_object, list_body
 from .errors import ApiError, Cause, bad_request, invalid, not_supported
-from .httpio import Target, include_object, json_response, out, partial
+from .httpio import (
+    Target,
+    include_object,
+    json_response,
+    out,
+    partial,
+    raw_json_response,
+)
 from .paging import EXPIRED, Token, decode_token, encode_token, expired_continue, snapshot
 from .requests import Query, Transform, negotiate
 from .selectors import Selector, selector_from_query
@@ -44,7 +52,7 @@ def object_response(request: web.Request, t: Target, obj: dict[str, Any], status
         raise _not_acceptable(
             "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)"
         )
-    return json_response(shown, status)
+    return raw_json_response(encode_object(shown), status)
 
 
 def _list_at(
@@ -127,11 +135,4 @@ def list_response(request: web.Request, store: Store, t: Target) -> web.Response
                 "items": [_partial(o, transform) for o in shown],
             }
         )
-    return json_response(
-        {
-            "kind": t.rtype.list_kind,
-            "apiVersion": t.rtype.api_version(t.version),
-            "metadata": meta,
-            "items": shown,
-        }
-    )
+    return raw_json_response(list_body(t.rtype.list_kind, t.rtype.api_version(t.version), meta, shown))

@@ -1,6 +1,7 @@
-"""Decode the Kubernetes protobuf bodies kubectl's typed clients send (`kubectl create namespace|secret`).
+"""Decode the Kubernetes protobuf bodies kubectl's typed clients send (`kubectl create <kind>`).
 
-Only request bodies of the built-in kinds the emulator serves (Namespace, Secret) are decoded, into the
+Only request bodies of Namespaces, Secrets, ConfigMaps, ServiceAccounts and RBAC objects are decoded
+(what `kubectl create namespace|secret|configmap|serviceaccount|role|rolebinding|…` sends), into the
 same JSON shape the API takes; responses are always JSON, which clients accept (they send
 `Accept: application/vnd.kubernetes.protobuf,application/json`). Wire format: the "k8s\\0" magic, then a
 runtime.Unknown {1: TypeMeta{1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding, 4: contentType}.
@@ -123,6 +124,87 @@ def _namespace(f: Fields) -> dict[str, Any]:
     return {"metadata": _object_meta(f.get(1, [b""])[-1])}  # spec and status are the server's
 
 
+# Other kinds, declared field by field as in k8s.io/api's generated.proto:
+# number -> (JSON name, how to decode: str, strs, bool, strmap, bytesmap, meta, or a nested message spec;
+# a nested spec in a list means a repeated message).
+Spec = dict[int, tuple[str, Any]]
+OBJECT_REFERENCE: Spec = {
+    1: ("kind", "str"),
+    2: ("namespace", "str"),
+    3: ("name", "str"),
+    4: ("uid", "str"),
+    5: ("apiVersion", "str"),
+    6: ("resourceVersion", "str"),
+    7: ("fieldPath", "str"),
+}
+POLICY_RULE: Spec = {
+    1: ("verbs", "strs"),
+    2: ("apiGroups", "strs"),
+    3: ("resources", "strs"),
+    4: ("resourceNames", "strs"),
+    5: ("nonResourceURLs", "strs"),
+}
+LABEL_SELECTOR: Spec = {
+    1: ("matchLabels", "strmap"),
+    2: ("matchExpressions", [{1: ("key", "str"), 2: ("operator", "str"), 3: ("values", "strs")}]),
+}
+BINDING: Spec = {
+    1: ("metadata", "meta"),
+    2: (
+        "subjects",
+        [{1: ("kind", "str"), 2: ("apiGroup", "str"), 3: ("name", "str"), 4: ("namespace", "str")}],
+    ),
+    3: ("roleRef", {1: ("apiGroup", "str"), 2: ("kind", "str"), 3: ("name", "str")}),
+}
+MESSAGES: dict[tuple[str, str], Spec] = {
+    ("v1", "ConfigMap"): {
+        1: ("metadata", "meta"),
+        2: ("data", "strmap"),
+        3: ("binaryData", "bytesmap"),
+        4: ("immutable", "bool"),
+    },
+    ("v1", "ServiceAccount"): {
+        1: ("metadata", "meta"),
+        2: ("secrets", [OBJECT_REFERENCE]),
+        3: ("imagePullSecrets", [{1: ("name", "str")}]),
+        4: ("automountServiceAccountToken", "bool"),
+    },
+    ("rbac.authorization.k8s.io/v1", "Role"): {1: ("metadata", "meta"), 2: ("rules", [POLICY_RULE])},
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): {
+        1: ("metadata", "meta"),
+        2: ("rules", [POLICY_RULE]),
+        3: ("aggregationRule", {1: ("clusterRoleSelectors", [LABEL_SELECTOR])}),
+    },
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): BINDING,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): BINDING,
+}
+
+
+def _message(f: Fields, spec: Spec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for number, (name, how) in spec.items():
+        values = f.get(number)
+        if not values:
+            continue
+        if how == "str":
+            out[name] = values[-1].decode()
+        elif how == "strs":
+            out[name] = [v.decode() for v in values]
+        elif how == "bool":
+            out[name] = bool(values[-1])
+        elif how == "strmap":
+            out[name] = {k: v.decode() for k, v in _map(f, number).items()}
+        elif how == "bytesmap":
+            out[name] = {k: base64.b64encode(v).decode() for k, v in _map(f, number).items()}
+        elif how == "meta":
+            out[name] = _object_meta(values[-1])
+        elif isinstance(how, list):
+            out[name] = [_message(fields(v), how[0]) for v in values]
+        else:
+            out[name] = _message(fields(values[-1]), how)
+    return out
+
+
 def decode(data: bytes) -> dict[str, Any]:
     if not data.startswith(MAGIC):
         raise bad_request("protobuf body without the k8s magic prefix")
@@ -131,10 +213,13 @@ def decode(data: bytes) -> dict[str, Any]:
     api_version, kind = _text(type_meta, 1), _text(type_meta, 2)
     raw = fields(envelope.get(2, [b""])[-1])
     decoders = {"Secret": _secret, "Namespace": _namespace}
-    if api_version != "v1" or kind not in decoders:
+    if api_version == "v1" and kind in decoders:
+        return {"apiVersion": api_version, "kind": kind, **decoders[kind](raw)}
+    spec = MESSAGES.get((api_version, kind))
+    if spec is None:
         raise ApiError(
             415,
             "UnsupportedMediaType",
-            f"the emulator decodes protobuf only for v1 Secret and Namespace, not {api_version} {kind}",
+            f"the emulator does not decode protobuf for {api_version} {kind}; send JSON (kubectl apply does)",
         )
-    return {"apiVersion": api_version, "kind": kind, **decoders[kind](raw)}
+    return {"apiVersion": api_version, "kind": kind, **_message(raw, spec)}

@@ -134,11 +134,30 @@ def cannot_handle(kind: str, version: str, why: str) -> ApiError:
     return bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
 
 
+_META_SHAPES: dict[str, type] = {
+    "name": str,
+    "generateName": str,
+    "namespace": str,
+    "uid": str,
+    "resourceVersion": str,
+    "selfLink": str,
+    "creationTimestamp": str,
+    "deletionTimestamp": str,
+    "managedFields": list,  # its entries are checked by the field manager
+}
+
+
 def drop_malformed_meta(meta: dict[str, Any], meta_schema: dict[str, Any]) -> dict[str, Any]:
-    """What the custom resource handler does with ObjectMeta: fields that do not decode are dropped."""
+    """What the custom resource handler does with ObjectMeta: fields that do not decode are dropped.
+    (Server-set fields are only shape-checked: the store replaces them anyway.)"""
     props = meta_schema.get("properties") or {}
     kept = {}
     for key, value in meta.items():
+        shape = _META_SHAPES.get(key)
+        if shape is not None:
+            if isinstance(value, shape):
+                kept[key] = value
+            continue
         try:
             kept[key] = decode(value, props.get(key, {}), f".metadata.{key}")
         except TypeMismatch:

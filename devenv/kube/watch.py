@@ -8,11 +8,11 @@ watcher's queue is always in strictly increasing resourceVersion order and a wat
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .encoding import encode_object
 from .errors import gone
 from .resources import ResourceType
 from .selectors import Selector
@@ -102,4 +102,4 @@ class TypeState:
 
 
 def encode_event(event_type: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return b'{"type":"' + event_type.encode() + b'","object":' + encode_object(obj) + b"}\n"

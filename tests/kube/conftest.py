@@ -54,6 +54,23 @@ def widget(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def crd_body(kind: str, plural: str, scope: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A one-version CustomResourceDefinition of the test group."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": scope,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+            ],
+        },
+    }
+
+
 def status_of(exc: client.ApiException) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(exc.body or "{}")
     return body

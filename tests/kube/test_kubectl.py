@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -294,3 +295,49 @@ def test_kubectl_get_watch_prints_printer_columns_for_changes(cluster: RunningEm
         watcher.communicate(timeout=10)
     assert header == ["NAME", "READY", "ID"] and first == ["demo"]
     assert changed == ["demo", "True"]
+
+
+def test_kubectl_create_configmap_serviceaccount_and_rbac_with_protobuf_bodies(
+    cluster: RunningEmulator,
+) -> None:
+    kubectl(cluster, "create", "namespace", "typed-rbac")
+    ns = ("-n", "typed-rbac")
+    kubectl(cluster, "create", "configmap", "settings", "--from-literal=mode=fast", *ns)
+    kubectl(cluster, "create", "serviceaccount", "runner", *ns)
+    kubectl(
+        cluster,
+        "create",
+        "role",
+        "reader",
+        "--verb=get,list",
+        "--resource=secrets",
+        "--resource-name=one",
+        *ns,
+    )
+    kubectl(
+        cluster, "create", "rolebinding", "reader", "--role=reader", "--serviceaccount=typed-rbac:runner", *ns
+    )
+    kubectl(cluster, "create", "clusterrole", "typed-viewer", "--verb=get", "--non-resource-url=/metrics")
+    kubectl(
+        cluster, "create", "clusterrolebinding", "typed-viewer", "--clusterrole=typed-viewer", "--group=ops"
+    )
+    with cluster.api_client() as api:
+        core: Any = client.CoreV1Api(api)
+        rbac: Any = client.RbacAuthorizationV1Api(api)
+        assert core.read_namespaced_config_map("settings", "typed-rbac").data == {"mode": "fast"}
+        assert core.read_namespaced_service_account("runner", "typed-rbac").metadata.name == "runner"
+        rule = rbac.read_namespaced_role("reader", "typed-rbac").rules[0]
+        assert (rule.verbs, rule.api_groups, rule.resources, rule.resource_names) == (
+            ["get", "list"],
+            [""],
+            ["secrets"],
+            ["one"],
+        )
+        binding = rbac.read_namespaced_role_binding("reader", "typed-rbac")
+        assert (binding.role_ref.kind, binding.role_ref.name) == ("Role", "reader")
+        assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [
+            ("ServiceAccount", "runner", "typed-rbac")
+        ]
+        assert rbac.read_cluster_role("typed-viewer").rules[0].non_resource_urls == ["/metrics"]
+        group = rbac.read_cluster_role_binding("typed-viewer").subjects[0]
+        assert (group.kind, group.name, group.api_group) == ("Group", "ops", "rbac.authorization.k8s.io")

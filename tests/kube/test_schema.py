@@ -14,7 +14,7 @@ from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator
 
-from .conftest import FIXTURES, GROUP, PLURAL, VERSION, custom_objects, status_of, widget
+from .conftest import FIXTURES, GROUP, PLURAL, VERSION, crd_body, custom_objects, status_of, widget
 
 
 def _invalid(exc: pytest.ExceptionInfo[client.ApiException]) -> dict[str, str]:
@@ -106,35 +106,17 @@ def test_status_is_validated_against_the_schema(api: client.ApiClient, namespace
 def test_crd_created_through_the_api_is_served_and_its_deletion_removes_objects(
     kube_emulator: RunningEmulator,
 ) -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.test.osprov.dev"},
-        "spec": {
-            "group": "test.osprov.dev",
-            "scope": "Cluster",
-            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "x-kubernetes-validations": [{"rule": "self.x > 0"}],
-                                    "properties": {"x": {"type": "integer"}},
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [{"rule": "self.x > 0"}],
+                "properties": {"x": {"type": "integer"}},
+            }
         },
     }
+    crd = crd_body("Gadget", "gadgets", "Cluster", schema)
     with kube_emulator.api_client() as api:
         ext: Any = client.ApiextensionsV1Api(api)
         created = ext.create_custom_resource_definition(crd)

@@ -13,7 +13,17 @@ from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator
 
-from .conftest import GROUP, PLURAL, VERSION, core_v1, custom_objects, raw_request, status_of, widget
+from .conftest import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    core_v1,
+    crd_body,
+    custom_objects,
+    raw_request,
+    status_of,
+    widget,
+)
 
 WIDGETS = f"/apis/{GROUP}/{VERSION}/namespaces/{{ns}}/{PLURAL}"
 
@@ -274,19 +284,7 @@ def test_a_crd_with_a_pattern_re2_cannot_compile_is_422(api: client.ApiClient) -
             "spec": {"type": "object", "properties": {"v": {"type": "string", "pattern": "^(?=a)b"}}}
         },
     }
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "lookarounds.test.osprov.dev"},
-        "spec": {
-            "group": "test.osprov.dev",
-            "scope": "Namespaced",
-            "names": {"plural": "lookarounds", "singular": "lookaround", "kind": "Lookaround"},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
-            ],
-        },
-    }
+    crd = crd_body("Lookaround", "lookarounds", "Namespaced", schema)
     code, answer = raw_request(api, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert code == 422 and "must be a valid regular expression" in answer["message"], answer
 
