@@ -44,12 +44,13 @@ PROTECTED: dict[str, str] = {
 
 async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -> None:
     client: Client = activity.client()
+    queue = activity.info().task_queue
     try:
         await client.start_workflow(
             own.WORKFLOW_TYPE,
             own.ObjectInput(keystone=keystone, key=key),
-            id=key.workflow_id(keystone),
-            task_queue=activity.info().task_queue,
+            id=key.workflow_id(keystone, queue),
+            task_queue=queue,
             start_signal=signal,
             start_signal_args=[arg],
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -60,7 +61,8 @@ async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -
 
 
 async def _signal_if_running(keystone: str, key: ObjectKey, signal: str, arg: object) -> bool:
-    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(key.workflow_id(keystone))
+    workflow_id = key.workflow_id(keystone, activity.info().task_queue)
+    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(workflow_id)
     try:
         await handle.signal(signal, arg)
     except RPCError as err:

@@ -63,9 +63,10 @@ class ObjectKey(_Frozen):
         """`kind/part/…`, each part escaped: what the operator's allow- and deny-lists name."""
         return "/".join([self.kind, *(quote(p, safe="") for p in self.parts)])
 
-    def workflow_id(self, keystone: str) -> str:
-        """The object's workflow, per Keystone deployment (a controller serves one: config.keystone_name)."""
-        return f"{WORKFLOW_TYPE}/{quote(keystone, safe='')}/{self.path}"
+    def workflow_id(self, keystone: str, task_queue: str) -> str:
+        """The object's workflow, per controller: the Keystone deployment it serves (config.keystone_name)
+        and its task queue (two installations sharing a Temporal namespace keep separate records)."""
+        return f"{WORKFLOW_TYPE}/{quote(keystone, safe='')}/{quote(task_queue, safe='')}/{self.path}"
 
     def __str__(self) -> str:
         if self.kind == "grant":
@@ -86,7 +87,7 @@ class ObjectKey(_Frozen):
 
 def workflow_path(workflow_id: str) -> list[str]:
     """The unescaped parts of an object workflow ID (for tools; the key itself is in the workflow's state)."""
-    return [unquote(p) for p in workflow_id.split("/")[2:]]
+    return [unquote(p) for p in workflow_id.split("/")[3:]]
 
 
 class Desired(_Frozen):

@@ -272,7 +272,11 @@ class Entity(Generic[SpecT, KindT]):
             return "ignored: belongs to another deployment"
         if change.deleting or change.gone:
             return await self._delete(change, spec)
-        if not await self._sync_finalizer(change, spec):
+        try:
+            if not await self._sync_finalizer(change, spec):
+                return None
+        except ACTIVITY_FAILED as err:  # e.g. the API refused the finalizer: reported and retried
+            await self._failed(change, spec, err)
             return None
         fp = self.fingerprint(change)
         changed = fp != self.st.applied_fingerprint

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from openstack.identity.v3._proxy import Proxy as Identity
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv
+from osprov.api.ownership import SIGNAL_OBJECT_RESULT, ObjectKey
 from osprov.api.registry import IDENTITY_KINDS
 from tests.support.osprov import Osprov, admin_connection, clouds_env
 from tests.support.waiting import wait_for
@@ -85,22 +87,49 @@ def histories(stack: StackEnv, namespace: str, since: datetime) -> dict[str, lis
 
 
 def activity_runs(stack: StackEnv, workflow_id: str, activity: str) -> int:
-    """How many times the workflow (all its runs) scheduled `activity`."""
+    """How many times `activity` ran for a resource: in its workflow (all runs) and in the workflows of the
+    Keystone objects it claimed (where its Keystone calls happen), scheduled or run as a local activity."""
 
     async def count() -> int:
         client = await _client(stack)
+        ids = [workflow_id, *await _claimed_object_workflows(client, workflow_id)]
         total = 0
-        async for wf in client.list_workflows(query=f"WorkflowId = '{workflow_id}'"):
-            history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
-            total += sum(
-                1
-                for e in history.events
-                if e.HasField("activity_task_scheduled_event_attributes")
-                and e.activity_task_scheduled_event_attributes.activity_type.name == activity
-            )
+        for wid in ids:
+            async for wf in client.list_workflows(query=f"WorkflowId = '{wid}'"):
+                history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+                total += sum(1 for e in history.events if _activity_type(e) == activity)
         return total
 
     return asyncio.run(count())
+
+
+async def _claimed_object_workflows(client: Client, workflow_id: str) -> list[str]:
+    """The Keystone objects' workflows that answered this resource (read from the answers it received, so
+    also after the resource's workflow ended)."""
+    found: set[str] = set()
+    async for wf in client.list_workflows(query=f"WorkflowId = '{workflow_id}'"):
+        history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        keystone = json.loads(started.input.payloads[0].data)["config"]["keystone_name"]
+        for e in history.events:
+            signal = e.workflow_execution_signaled_event_attributes
+            if (
+                e.HasField("workflow_execution_signaled_event_attributes")
+                and signal.signal_name == SIGNAL_OBJECT_RESULT
+            ):
+                key = ObjectKey.model_validate(json.loads(signal.input.payloads[0].data)["key"])
+                found.add(key.workflow_id(keystone, started.task_queue.name))
+    return sorted(found)
+
+
+def _activity_type(event: HistoryEvent) -> str | None:
+    if event.HasField("activity_task_scheduled_event_attributes"):
+        return event.activity_task_scheduled_event_attributes.activity_type.name
+    marker = event.marker_recorded_event_attributes
+    if event.HasField("marker_recorded_event_attributes") and marker.marker_name == "core_local_activity":
+        data = json.loads(marker.details["data"].payloads[0].data)
+        return str(data.get("activity_type"))
+    return None
 
 
 def workflow_id(osprov: Osprov, kind: str, name: str) -> str:

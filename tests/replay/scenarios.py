@@ -70,7 +70,7 @@ async def keystone_object(h: Harness, _: str) -> str:
     """A user's object workflow through a User's lifecycle: created with its password, probed on the
     resync, patched, deleted when its delete-policy claimant goes."""
     await lifecycle(h, "User")
-    return ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone)
+    return ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone, h.queue)
 
 
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -79,6 +79,7 @@ class Osprov:
     bridge: Proc
     kube: kubernetes.client.ApiClient
     procs: list[Proc] = field(default_factory=list)
+    namespaces: list[Osprov] = field(default_factory=list)  # views of every namespace this controller serves
 
     def ensure_running(self) -> None:
         """Start whichever process a test killed or stopped and left down."""
@@ -226,14 +227,17 @@ def run_osprov(
     resync_seconds: float = 600.0,
     extra_env: dict[str, str] | None = None,
     kubeconfig: Path | None = None,
+    extra_namespaces: int = 0,
 ) -> Iterator[Osprov]:
-    """Worker + bridge for a fresh namespace; `kubeconfig` points them at another (e.g. private) apiserver."""
+    """Worker + bridge for a fresh namespace (and `extra_namespaces` more, served by the same controller:
+    `Osprov.namespaces`); `kubeconfig` points them at another (e.g. private) apiserver."""
     namespace = f"t-{uuid.uuid4().hex[:8]}"
+    others = [f"{namespace}-{i}" for i in range(1, extra_namespaces + 1)]
     env = (
         dict(os.environ)
         | stack.env
         | {
-            "OSPROV_NAMESPACES": namespace,
+            "OSPROV_NAMESPACES": ",".join([namespace, *others]),
             "OSPROV_TASK_QUEUE": f"osprov-{namespace}",
             "OSPROV_RESYNC_SECONDS": str(resync_seconds),
             "OSPROV_ACTIVITY_THREADS": "4",
@@ -243,7 +247,8 @@ def run_osprov(
         | (extra_env or {})
     )
     kube = kubernetes.config.new_client_from_config(config_file=env["KUBECONFIG"])
-    kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})  # type: ignore[arg-type]
+    for ns in [namespace, *others]:
+        kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": ns}})  # type: ignore[arg-type]
     python = sys.executable
     worker = Proc("worker", [python, "-m", "osprov.worker"], env, tmp / "worker.log")
     bridge = Proc("bridge", [python, "-m", "osprov.bridge"], env, tmp / "bridge.log")
@@ -252,12 +257,20 @@ def run_osprov(
     o = Osprov(
         stack=stack, namespace=namespace, worker=worker, bridge=bridge, kube=kube, procs=[worker, bridge]
     )
+    o.namespaces = [o] + [replace(o, namespace=ns, procs=[]) for ns in others]
     try:
         yield o
     finally:
         for p in o.procs:
             p.stop()
-        _terminate_workflows(stack, namespace)
+        for ns in [namespace, *others]:
+            _terminate_workflows(stack, ns)
+
+
+async def _chain(*streams: Any) -> Any:
+    for stream in streams:
+        async for item in stream:
+            yield item
 
 
 def _terminate_workflows(stack: StackEnv, namespace: str) -> None:
@@ -266,7 +279,9 @@ def _terminate_workflows(stack: StackEnv, namespace: str) -> None:
     async def terminate() -> None:
         client = await Client.connect(stack.temporal_address, namespace=stack.temporal_namespace)
         query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
-        async for wf in client.list_workflows(query):
+        # The Keystone objects' workflows of this controller (its own task queue) are not namespaced.
+        objects = f"WorkflowType = 'KeystoneObject' AND TaskQueue = 'osprov-{namespace}' AND ExecutionStatus = 'Running'"
+        async for wf in _chain(client.list_workflows(query), client.list_workflows(objects)):
             with contextlib.suppress(RPCError):  # finished meanwhile
                 await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test module finished")
 

@@ -98,6 +98,7 @@ class FakeCloud:
         @activity.defn(name="kube.add_finalizer")
         async def add_finalizer(req: FinalizerChange) -> WriteResult:
             cloud.calls.append("kube.add_finalizer")
+            cloud._maybe_fail("kube.add_finalizer")
             cloud.finalizers.append(req.finalizer)
             return WriteResult(exists=True, changed=True)
 
@@ -158,12 +159,12 @@ class FakeCloud:
 
         @activity.defn(name=own.CLAIM.name)
         async def claim(req: own.Claim) -> None:
-            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.claim(req)
 
         @activity.defn(name=own.WATCH.name)
         async def watch(req: own.Watch) -> None:
-            cloud.object_workflows.add(req.key.workflow_id(req.keystone))
+            cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.watch(req)
 
         return [

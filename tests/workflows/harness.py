@@ -50,7 +50,7 @@ async def eventually(
 class Harness:
     def __init__(self, env: WorkflowEnvironment, cloud: FakeCloud, queue: str) -> None:
         self.env, self.cloud, self.queue = env, cloud, queue
-        self.keystone = f"ks-{queue}"
+        self.keystone = CONFIG.keystone_name  # objects' workflows are per controller: this task queue
         self.started: list[WorkflowHandle[Any, Any]] = []
 
     async def apply(
@@ -65,8 +65,6 @@ class Harness:
         **extra: Any,
     ) -> WorkflowHandle[Any, Any]:
         ref = ResourceRef(kind=kind, namespace="ns", name=name, uid=uid or str(uuid.uuid4()))
-        if config is CONFIG:  # Keystone objects' workflows are per deployment: one per harness (test)
-            config = CONFIG.model_copy(update={"keystone_name": self.keystone})
         change = ResourceChange(ref=ref, generation=generation, spec=spec, **extra)
         handle = await self.env.client.start_workflow(
             kind,

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from osprov.activities import errors
-from osprov.api import keystone_io as io
+from osprov.api import kube_io
 from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
 from osprov.codec_server import build_app
 from osprov.runtime.codec import (
@@ -166,15 +166,19 @@ async def test_failure_messages_and_stack_traces_in_history_are_encrypted(tenv: 
     client = Client(tenv.client.service_client, namespace=tenv.client.namespace, data_converter=secure)
     cloud = FakeCloud()
 
-    @activity.defn(name=io.FIND)
-    async def find(_: io.Find) -> list[io.KeystoneObject]:
-        cloud.calls.append(io.FIND)
+    # A regular (not local) activity fails with the marker in its message: adding the finalizer.
+    @activity.defn(name=kube_io.ADD_FINALIZER.name)
+    async def add_finalizer(_: kube_io.FinalizerChange) -> kube_io.WriteResult:
+        cloud.calls.append(kube_io.ADD_FINALIZER.name)
         raise errors.invalid(f"Keystone said {MARKER} is not acceptable")
 
-    stubs = [a for a in cloud.activities() if activity_name(a) != io.FIND] + [find]
+    stubs = [a for a in cloud.activities() if activity_name(a) != kube_io.ADD_FINALIZER.name] + [
+        add_finalizer
+    ]
     queue = f"codec-{uuid.uuid4()}"
     ref = ResourceRef(kind="Project", namespace="ns", name="failing", uid=str(uuid.uuid4()))
-    change = ResourceChange(ref=ref, generation=1, spec={"name": "failing", "domain": "service"})
+    spec = {"name": "failing", "domain": "service", "deletionPolicy": "delete"}
+    change = ResourceChange(ref=ref, generation=1, spec=spec)
     async with Worker(client, task_queue=queue, workflows=WORKFLOWS, activities=stubs):
         handle = await client.start_workflow(
             "Project",
@@ -232,7 +236,10 @@ async def _decode_via_codec_server(history_json: str) -> str:
 
     walk(json.loads(history_json))
     token = "t" * 32
-    async with TestClient(TestServer(build_app(codec(), ["http://ui"], token))) as http:
+    # As the real codec server: it only shows histories, so plaintext payloads (Temporal's own patch and
+    # search-attribute markers) pass through.
+    shown = AesGcmCodec(parse_keys(f"a:{KEY_A}"), "a", accept_plaintext=True)
+    async with TestClient(TestServer(build_app(shown, ["http://ui"], token))) as http:
         resp = await http.post(
             "/decode",
             data=json.dumps({"payloads": payloads}),

@@ -199,3 +199,13 @@ async def test_overdue_resync_does_not_spin_while_failing(h: Harness) -> None:
     await h.env.sleep(300)
     # Paced by the retry timer (backoff capped at 30 s) and one resync a minute: about 10 + 5 passes.
     assert (await h.state(wf)).passes - passes <= 20
+
+
+async def test_a_refused_finalizer_is_reported_and_retried_not_a_failed_workflow(h: Harness) -> None:
+    h.cloud.fail_next["kube.add_finalizer"] = "Invalid"
+    wf = await h.apply("Domain", {"name": "d", "deletionPolicy": "delete"})
+    await eventually(lambda: bool(h.cloud.statuses), "the refusal reported")
+    assert h.last_ready()["status"] == "False" and "injected Invalid" in h.last_ready()["message"]
+    await h.env.sleep(6)  # past the first backoff
+    await eventually(lambda: h.last_ready()["status"] == "True", "retried and converged")
+    assert (await wf.describe()).status is not None and h.cloud.finalizers

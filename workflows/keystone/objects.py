@@ -274,8 +274,8 @@ class KeystoneObjectWorkflow:
         s = self.st
         for claim in list(s.claims):
             cid = claim.claimant.workflow_id
-            result = results.get(cid)
-            if result is None or s.results.get(cid) == result:
+            result, sent = results.get(cid), s.results.get(cid)
+            if result is None or not _news(sent, result):
                 continue
             if await self._signal(cid, result):
                 s.results[cid] = result
@@ -299,3 +299,11 @@ class KeystoneObjectWorkflow:
         except FailureError:
             return False
         return True
+
+
+def _news(sent: ObjectResult | None, result: ObjectResult) -> bool:
+    """Whether a claimant must hear `result`: it answers a newer claim, or what it says changed (not
+    merely its wording, e.g. "created" becoming "up to date" on a later step)."""
+    if sent is None or result.seq != sent.seq:
+        return True
+    return (result.outcome, result.id, result.origin) != (sent.outcome, sent.id, sent.origin)
