@@ -15,19 +15,23 @@ unless noted):
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio.client import Client
 from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 
-def runtime(port: int, host: str = "0.0.0.0") -> Runtime | None:
-    """A runtime serving Prometheus on host:port; None (the default runtime) when port is 0."""
-    if not port:
+def runtime(port: int, host: str = "0.0.0.0", heartbeat_seconds: float = 60.0) -> Runtime | None:
+    """A runtime serving Prometheus on host:port (none when port is 0) whose workers report themselves
+    to the server every `heartbeat_seconds` (their pollers' last successful poll: the worker's health);
+    None (the default runtime) when both are the SDK's defaults."""
+    if not port and heartbeat_seconds == 60.0:
         return None
+    prometheus = PrometheusConfig(bind_address=f"{host}:{port}", durations_as_seconds=True) if port else None
     return Runtime(
-        telemetry=TelemetryConfig(
-            metrics=PrometheusConfig(bind_address=f"{host}:{port}", durations_as_seconds=True)
-        )
+        telemetry=TelemetryConfig(metrics=prometheus),
+        worker_heartbeat_interval=timedelta(seconds=heartbeat_seconds),
     )
 
 

@@ -52,3 +52,27 @@ class Settings:
     temporal_tls_server_name: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_SERVER_NAME", ""))
     temporal_api_key: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY", ""), repr=False)
     temporal_api_key_file: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY_FILE", ""))
+    # Health endpoints (/healthz, /readyz) of the worker and the bridge; 0 = not served.
+    health_port: int = field(default_factory=lambda: int(_env("OSPROV_HEALTH_PORT", "0")))
+    # Liveness means progress: a bridge watch with no event, bookmark or completed request, or a worker
+    # poller with no successful poll, within this window fails /healthz.
+    progress_window_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_PROGRESS_WINDOW_SECONDS", "300"))
+    )
+    # How often the worker reports itself (its pollers' last successful poll) to Temporal: 1-60 s.
+    worker_heartbeat_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_WORKER_HEARTBEAT_SECONDS", "60"))
+    )
+    # Bridge leader election (coordination.k8s.io/v1 Lease; client-go semantics). The Lease lives in
+    # OSPROV_LEASE_NAMESPACE (the pod's namespace in deploy/), else in the first watched namespace.
+    lease_namespace: str = field(default_factory=lambda: _env("OSPROV_LEASE_NAMESPACE", ""))
+    lease_name: str = field(default_factory=lambda: _env("OSPROV_LEASE_NAME", "osprov-bridge"))
+    lease_duration_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_LEASE_DURATION_SECONDS", "10"))
+    )
+    lease_renew_deadline_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_LEASE_RENEW_DEADLINE_SECONDS", "7"))
+    )
+    lease_retry_period_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_LEASE_RETRY_PERIOD_SECONDS", "2"))
+    )

@@ -144,5 +144,5 @@ async def connect(settings: Settings) -> Client:
         data_converter=data_converter(codec),
         tls=link.tls or False,
         api_key=link.api_key,
-        runtime=metrics.runtime(settings.metrics_port),
+        runtime=metrics.runtime(settings.metrics_port, heartbeat_seconds=settings.worker_heartbeat_seconds),
     )

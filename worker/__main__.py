@@ -7,8 +7,10 @@ SIGTERM drains: in-flight activities get a grace period, workflows resume on ano
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -17,10 +19,12 @@ import temporalio.workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from osprov.runtime import health as health_server
 from osprov.runtime import logs
 from osprov.runtime.codec import CodecConfigError
 from osprov.runtime.settings import Settings
 from osprov.runtime.temporal import TransportConfigError, connect
+from osprov.worker.health import PollerHealth
 from osprov.worker.interceptor import LogContextInterceptor
 
 
@@ -57,10 +61,29 @@ async def run(settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
         log.info("worker started", task_queue=settings.task_queue, temporal=settings.temporal_address)
         async with worker:
-            await stop.wait()
+            async with _health(settings, client, worker):
+                await stop.wait()
             log.info("worker stopping: draining in-flight activities")
     log.info("worker stopped")
     return 0
+
+
+@contextlib.asynccontextmanager
+async def _health(settings: Settings, client: Client, worker: Worker) -> AsyncIterator[None]:
+    """/healthz and /readyz on OSPROV_HEALTH_PORT: the worker runs and its pollers make progress."""
+    if not settings.health_port:
+        yield
+        return
+    health = PollerHealth(
+        client, settings.task_queue, settings.progress_window_seconds, running=lambda: worker.is_running
+    )
+    refresher = asyncio.create_task(health.run(min(settings.worker_heartbeat_seconds, 30.0)))
+    runner = await health_server.serve(settings.health_port, health.live, health.live)
+    try:
+        yield
+    finally:
+        refresher.cancel()
+        await runner.cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,4 +63,5 @@ def test_kubectl_apply_k_deploy_installs_every_object(tmp_path: Path) -> None:
             "serviceaccount/osprov-bridge",
             "serviceaccount/osprov-worker",
             "poddisruptionbudget.policy/osprov-worker",
+            "poddisruptionbudget.policy/osprov-bridge",
         }

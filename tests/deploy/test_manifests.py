@@ -16,6 +16,7 @@ import yaml
 from osprov.api.registry import ALL_KINDS
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 from osprov.cli import BUILTIN
+from tests.deploy import rbac
 from tests.deploy.compose_rules import interpolate, published
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,21 +65,30 @@ def test_compose_has_the_services_and_wiring() -> None:
         assert services[name]["command"][0] in cli_commands(), f"{name}: unknown osprov command"
 
 
+# Variables only one of the two programs reads.
+WORKER_ONLY = {"OSPROV_ACTIVITY_THREADS", "OSPROV_WORKER_HEARTBEAT_SECONDS"}
+BRIDGE_ONLY = {
+    "OSPROV_LEASE_NAMESPACE",
+    "OSPROV_LEASE_NAME",
+    "OSPROV_LEASE_DURATION_SECONDS",
+    "OSPROV_LEASE_RENEW_DEADLINE_SECONDS",
+    "OSPROV_LEASE_RETRY_PERIOD_SECONDS",
+}
+
+
 def test_compose_sets_every_variable_the_programs_read() -> None:
     services = compose()["services"]
     for name in ("worker", "bridge"):
         env = services[name]["environment"]
-        wanted = settings_variables() - {"OSPROV_KINDS", "OSPROV_ACTIVITY_THREADS"} | {
-            "KUBECONFIG",
-            "OSPROV_CODEC_KEYS",
-        }
+        other = BRIDGE_ONLY if name == "worker" else WORKER_ONLY
+        wanted = settings_variables() - {"OSPROV_KINDS"} - other | {"KUBECONFIG", "OSPROV_CODEC_KEYS"}
         if name == "worker":
-            wanted |= {"OS_CLOUD", "OS_CLIENT_CONFIG_FILE", "OSPROV_ACTIVITY_THREADS"}
+            wanted |= {"OS_CLOUD", "OS_CLIENT_CONFIG_FILE"}
         assert wanted <= set(env), f"{name} misses {sorted(wanted - set(env))}"
         assert env["OSPROV_TEMPORAL_ADDRESS"].split(":")[0] in services
         port = env["OSPROV_METRICS_PORT"]
         assert any(p.host_port == p.container_port == port for p in map(published, services[name]["ports"]))
-        assert port in str(services[name]["healthcheck"]["test"])
+        assert f"localhost:{env['OSPROV_HEALTH_PORT']}/healthz" in str(services[name]["healthcheck"]["test"])
         mounted = {v.rsplit(":", 2)[1] for v in services[name]["volumes"]}  # host may contain ${X:-y}
         assert env["KUBECONFIG"] in mounted
         if name == "worker":
@@ -114,63 +124,88 @@ def test_kustomization_lists_every_crd_and_manifest() -> None:
         assert (REPO / "deploy" / item).exists(), item
 
 
-def roles() -> dict[str, list[dict[str, Any]]]:
-    return {d["metadata"]["name"]: d["rules"] for d in manifests("rbac.yaml") if d["kind"] == "Role"}
+def test_roles_create_and_delete_nothing_but_the_bridge_lease() -> None:
+    for g in rbac.grants():
+        if g.verb in {"create", "delete", "deletecollection", "*"}:
+            assert (g.role, g.verb, g.group, g.resource) == (
+                "osprov-bridge",
+                "create",
+                "coordination.k8s.io",
+                "leases",
+            ), g
 
 
-def allowed(role: str, verb: str, group: str, resource: str) -> bool:
-    return any(
-        group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in roles()[role]
-    )
+def test_roles_grant_every_kind_alike() -> None:
+    """What the integration test proves for the kinds a run exercises holds for all of them."""
+    granted = rbac.grants()
 
+    def verbs(role: str, group: str, resource: str) -> set[str]:
+        return {g.verb for g in granted if (g.role, g.group, g.resource) == (role, group, resource)}
 
-def test_roles_never_create_or_delete() -> None:
-    for name, rules in roles().items():
-        for rule in rules:
-            assert not {"create", "delete", "deletecollection", "*"} & set(rule["verbs"]), name
-
-
-def test_roles_cover_every_kind() -> None:
     for k in ALL_KINDS:
-        for verb in ("get", "list", "watch"):
-            assert allowed("osprov-bridge", verb, k.group, k.plural), (verb, k.plural)
-        for verb in ("get", "patch", "update"):
-            for res in (k.plural, f"{k.plural}/status", f"{k.plural}/finalizers"):
-                assert allowed("osprov-worker", verb, k.group, res), (verb, res)
-    for verb in ("get", "list", "watch"):
-        assert allowed("osprov-bridge", verb, "", "secrets")
-    assert allowed("osprov-worker", "get", "", "secrets")
+        assert verbs("osprov-bridge", k.group, k.plural) == {"list", "watch"}, k.plural
+        assert verbs("osprov-worker", k.group, k.plural) == {"get", "patch"}, k.plural
+        assert verbs("osprov-worker", k.group, f"{k.plural}/status") == {"patch"}, k.plural
+        assert not verbs("osprov-worker", k.group, f"{k.plural}/finalizers"), k.plural
+    assert verbs("osprov-bridge", "", "secrets") == {"list", "watch"}  # as metadata only (bridge/watch.py)
+    assert verbs("osprov-worker", "", "secrets") == {"get"}
+
+
+def test_the_bridge_may_update_only_its_own_lease() -> None:
+    [config] = manifests("config.yaml")
+    leases = [g for g in rbac.grants() if g.resource == "leases"]
+    assert {(g.verb, g.names) for g in leases} == {
+        ("create", ()),  # RBAC cannot name an object that does not exist yet
+        ("get", (config["data"]["OSPROV_LEASE_NAME"],)),
+        ("update", (config["data"]["OSPROV_LEASE_NAME"],)),
+    }
+
+
+def deployment(name: str) -> dict[str, Any]:
+    [found] = [d for d in manifests(f"{name}.yaml") if d["kind"] == "Deployment"]
+    return found
 
 
 def test_deployments_run_the_right_commands_with_their_service_accounts() -> None:
     bindings = {d["metadata"]["name"]: d for d in manifests("rbac.yaml") if d["kind"] == "RoleBinding"}
-    for name, command, replicas in (("worker", "worker", None), ("bridge", "bridge", 1)):
-        [deployment] = [d for d in manifests(f"{name}.yaml") if d["kind"] == "Deployment"]
-        pod = deployment["spec"]["template"]["spec"]
+    for name in ("worker", "bridge"):
+        pod = deployment(name)["spec"]["template"]["spec"]
         container = pod["containers"][0]
-        assert container["args"][0] == command and command in cli_commands()
+        assert container["args"][0] == name and name in cli_commands()
         sa = pod["serviceAccountName"]
         assert bindings[sa]["roleRef"]["name"] == sa and bindings[sa]["subjects"][0]["name"] == sa
-        assert container["livenessProbe"] and container["readinessProbe"] and container["resources"]
-        if replicas is not None:
-            assert (
-                deployment["spec"]["replicas"] == replicas
-                and deployment["spec"]["strategy"]["type"] == "Recreate"
-            )
+        assert container["resources"]
     [config] = manifests("config.yaml")
     transport = {
         v for v in settings_variables() if v.startswith(("OSPROV_TEMPORAL_TLS", "OSPROV_TEMPORAL_API"))
     }
-    assert settings_variables() - {"OSPROV_KINDS"} - transport <= set(
+    # Transport security: the component components/temporal-tls. OSPROV_LEASE_NAMESPACE comes from the
+    # pod itself (the downward API).
+    assert settings_variables() - {"OSPROV_KINDS", "OSPROV_LEASE_NAMESPACE"} - transport <= set(
         config["data"]
-    )  # transport: components/
-    assert any(d["kind"] == "PodDisruptionBudget" for d in manifests("worker.yaml"))
+    )
+    [lease_ns] = deployment("bridge")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert lease_ns == {
+        "name": "OSPROV_LEASE_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+    }
 
 
-def rbac_allows_audit_line(line: dict[str, Any]) -> tuple[bool, str]:
-    """Used by the integration test that replays the emulator's audit log of a real run."""
-    role = "osprov-bridge" if line["user_agent"].startswith("osprov-bridge") else "osprov-worker"
-    resource = line["resource"] + (f"/{line['subresource']}" if line["subresource"] else "")
-    return allowed(
-        role, line["verb"], line["group"], resource
-    ), f"{role}: {line['verb']} {line['group']}/{resource}"
+def test_two_bridges_and_every_process_probed_on_its_health_endpoints() -> None:
+    bridge = deployment("bridge")
+    assert bridge["spec"]["replicas"] == 2 and bridge["spec"]["strategy"]["type"] == "RollingUpdate"
+    for name in ("worker", "bridge"):
+        budgets = [d for d in manifests(f"{name}.yaml") if d["kind"] == "PodDisruptionBudget"]
+        assert [b["spec"] for b in budgets] == [
+            {"minAvailable": 1, "selector": deployment(name)["spec"]["selector"]}
+        ], name
+    [config] = manifests("config.yaml")
+    health_port = int(config["data"]["OSPROV_HEALTH_PORT"])
+    for name in ("worker", "bridge"):
+        container = deployment(name)["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports["health"] == health_port
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            assert container[probe]["httpGet"] == {"path": path, "port": "health"}, (name, probe)
+            # A probe that times out fails too: the health server answers from memory, at once.
+            assert container[probe]["timeoutSeconds"] >= 1

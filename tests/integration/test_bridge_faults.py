@@ -6,7 +6,6 @@ resumes from its last resourceVersion after a drop and relists after 410.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,6 @@ import pytest
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 from devenv.testing import StackEnv
-from tests.deploy.test_manifests import rbac_allows_audit_line
 from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
@@ -28,14 +26,9 @@ Identity: TypeAlias = Any  # openstacksdk's identity proxy (v3); its stubs type 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
     """A private apiserver: its faults hit only this module's bridge (the stack's is shared)."""
-    audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
     with run_emulator(
-        tmp_path_factory.mktemp("apiserver"),
-        crds_dirs=[REPO / "deploy" / "crds"],
-        watch_window=50,
-        extra_args=["--audit-log", str(audit)],
+        tmp_path_factory.mktemp("apiserver"), crds_dirs=[REPO / "deploy" / "crds"], watch_window=50
     ) as emu:
-        emu.audit = audit  # type: ignore[attr-defined]
         yield emu
 
 
@@ -81,40 +74,3 @@ def test_expired_watch_relists_and_loses_nothing(
     osprov.wait_ready("Domain", "after-410")
     wait_for(lambda: "relisting" in osprov.bridge.log_text(), "the bridge relisted after 410")
     assert ks.find_domain(name) is not None
-
-
-def test_every_api_call_osprov_makes_is_allowed_by_deploy_rbac(
-    osprov: Osprov, emulator: RunningEmulator, ks: Identity
-) -> None:
-    """Status, finalizers, Secret reads and the watches of a real run, replayed against deploy/rbac.yaml."""
-    name = f"rbac-{uuid.uuid4().hex[:8]}"
-    osprov.create_secret("rbac-pw", {"OS_PASSWORD": "rbac-test-password-1"})
-    osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete"})
-    osprov.apply(
-        "User",
-        "rbac-user",
-        {
-            "name": name,
-            "domain": "Default",
-            "deletionPolicy": "delete",
-            "passwordSecret": {"name": "rbac-pw"},
-        },
-    )
-    osprov.wait_ready("Domain", "rbac-domain")
-    osprov.wait_ready("User", "rbac-user")
-    osprov.delete("Domain", "rbac-domain")
-    osprov.delete("User", "rbac-user")
-    wait_for(
-        lambda: osprov.get("Domain", "rbac-domain") is None and osprov.get("User", "rbac-user") is None,
-        "both deleted (finalizers removed by the worker)",
-    )
-    assert ks.find_domain(name) is None
-    lines = [json.loads(x) for x in emulator.audit.read_text().splitlines()]  # type: ignore[attr-defined]
-    ours = [x for x in lines if x["user_agent"].startswith("osprov-")]
-    seen = {(x["user_agent"], x["verb"], x["resource"], x["subresource"]) for x in ours}
-    assert ("osprov-worker", "patch", "domains", "status") in seen
-    assert ("osprov-worker", "patch", "domains", "") in seen  # finalizers
-    assert ("osprov-worker", "get", "secrets", "") in seen
-    assert ("osprov-bridge", "watch", "secrets", "") in seen
-    denied = [why for ok, why in map(rbac_allows_audit_line, ours) if not ok]
-    assert denied == [], denied

@@ -1,0 +1,55 @@
+{{/* Labels every object carries (kustomize's base adds app.kubernetes.io/part-of: osprov). */}}
+{{- define "osprov.labels" -}}
+app.kubernetes.io/part-of: osprov
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "osprov.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* The osprov kinds as {apiGroup: [plural, …]}, read from the CRDs the chart installs: a new kind's
+CRD gets its RBAC rules without a second list to keep in step. */}}
+{{- define "osprov.kinds" -}}
+{{- $kinds := dict }}
+{{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
+{{- $crd := $.Files.Get $path | fromYaml }}
+{{- $plurals := get $kinds $crd.spec.group | default list }}
+{{- $_ := set $kinds $crd.spec.group (append $plurals $crd.spec.names.plural) }}
+{{- end }}
+{{- toYaml $kinds }}
+{{- end }}
+
+{{/* envFrom of both programs: the settings, and the codec Secret (required: no `optional`). */}}
+{{- define "osprov.envFrom" -}}
+envFrom:
+  - configMapRef: {name: osprov-settings}
+  - secretRef: {name: {{ .Values.codecSecret }}}
+{{- end }}
+
+{{- define "osprov.tlsMount" -}}
+{{- if .Values.temporal.tls.enabled }}
+- {name: temporal-tls, mountPath: /etc/osprov/temporal-tls, readOnly: true}
+{{- end }}
+{{- end }}
+
+{{- define "osprov.tlsVolume" -}}
+{{- if .Values.temporal.tls.enabled }}
+- {name: temporal-tls, secret: {secretName: {{ .Values.temporal.tls.secretName }}}}
+{{- end }}
+{{- end }}
+
+{{/* /healthz and /readyz on the health port: liveness means progress (docs/operations.md). */}}
+{{- define "osprov.probes" -}}
+livenessProbe:
+  httpGet: {path: /healthz, port: health}
+  periodSeconds: {{ .period }}
+  timeoutSeconds: 5
+  failureThreshold: 3
+readinessProbe:
+  httpGet: {path: /readyz, port: health}
+  periodSeconds: 10
+  timeoutSeconds: 5
+{{- end }}
