@@ -30,6 +30,7 @@ from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
+from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
 from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch
 
 # Built-in protections by object path (the bootstrap admin and the identity service's catalog entry).
@@ -54,6 +55,7 @@ async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -
             start_signal=signal,
             start_signal_args=[arg],
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
             static_summary=f"Keystone {key}",
         )
     except RPCError as err:

@@ -6,10 +6,14 @@ value: a Secret is named (namespace/name) and versioned (resourceVersion), never
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
+
+# A workflow task that does not complete within this is handed to another worker: a task whose worker died
+# (kill -9) moves on in seconds. Tasks that run local activities longer heartbeat on their own.
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=5)
 
 SIGNAL_RESOURCE_CHANGED = "resource_changed"
 SIGNAL_SECRET_CHANGED = "secret_changed"
@@ -105,6 +109,9 @@ class EntityConfig(BaseModel):
     # Continue-as-new after this many passes even if the server has not suggested it yet: keeps
     # every run's history short and bounded (a pass is a handful of events).
     max_passes_per_run: int = 200
+    # Activities heartbeat every second (the worker's interceptor): a step whose worker died is retried
+    # elsewhere after this, not after its start-to-close timeout. None: no heartbeat timeout.
+    heartbeat_seconds: float | None = 4.0
 
 
 KindT = TypeVar("KindT")

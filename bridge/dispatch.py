@@ -23,6 +23,7 @@ from osprov.api import search_attributes as sa
 from osprov.api.messages import (
     SIGNAL_RESOURCE_CHANGED,
     SIGNAL_SECRET_CHANGED,
+    WORKFLOW_TASK_TIMEOUT,
     EntityConfig,
     EntityInput,
     ResourceChange,
@@ -63,6 +64,7 @@ class TemporalSignaller:
             start_signal=SIGNAL_RESOURCE_CHANGED,
             start_signal_args=[change],
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
             static_summary=f"{ref.kind} {ref.namespace}/{ref.name}",
             static_details=f"uid {ref.uid}",
             search_attributes=TypedSearchAttributes(

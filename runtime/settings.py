@@ -38,6 +38,10 @@ class Settings:
     keystone_name: str = field(default_factory=lambda: _env("OSPROV_KEYSTONE_NAME", "keystone"))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
+    # How workflow code runs (docs/benchmarks.md measures each): "passthrough" = Temporal's sandbox, with
+    # osprov's own modules imported once instead of once per workflow run; "sandbox" = the sandbox
+    # re-importing them per run; "none" = no sandbox.
+    workflow_runner: str = field(default_factory=lambda: _env("OSPROV_WORKFLOW_RUNNER", "passthrough"))
     metrics_port: int = field(default_factory=lambda: int(_env("OSPROV_METRICS_PORT", "0")))
     log_level: str = field(default_factory=lambda: _env("OSPROV_LOG_LEVEL", "INFO"))
     # Refuse to start without payload encryption keys (OSPROV_CODEC_KEYS): true unless a development

@@ -17,7 +17,8 @@ from datetime import timedelta
 import temporalio.activity
 import temporalio.workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from osprov.runtime import health as health_server
 from osprov.runtime import logs
@@ -41,7 +42,25 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         max_concurrent_activities=settings.activity_threads,
         interceptors=[LogContextInterceptor()],
         graceful_shutdown_timeout=timedelta(seconds=20),
+        # A workflow's next task goes to the worker that has it cached; if that worker died, the task moves
+        # to the shared queue after this (the default 10 s would dominate recovery from a kill -9).
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
+        workflow_runner=workflow_runner(settings.workflow_runner),
     )
+
+
+def workflow_runner(kind: str) -> WorkflowRunner:
+    """The sandbox protects replay from non-deterministic calls; re-importing osprov's modules into it for
+    every workflow run costs a large share of the worker's CPU (docs/benchmarks.md). Those modules import
+    nothing non-deterministic (tests/test_layers.py), so by default they are passed through."""
+    if kind == "none":
+        return UnsandboxedWorkflowRunner()
+    if kind == "sandbox":
+        return SandboxedWorkflowRunner()
+    if kind != "passthrough":
+        raise ValueError(f"OSPROV_WORKFLOW_RUNNER must be passthrough, sandbox or none, not {kind!r}")
+    restrictions = SandboxRestrictions.default.with_passthrough_modules("osprov", "pydantic", "pydantic_core")
+    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 async def run(settings: Settings) -> int:

@@ -32,6 +32,18 @@ DEFAULT_RETRY = RetryPolicy(
 )
 
 
+# Every activity heartbeats while it runs (worker/interceptor.py): a step whose worker died is retried on
+# another worker within this, instead of after its start-to-close timeout.
+HEARTBEAT_TIMEOUT = timedelta(seconds=4)
+
+
+def run_heartbeat_timeout() -> timedelta | None:
+    """The running workflow's heartbeat timeout: an Entity's comes from its EntityConfig (time-skipping
+    tests turn it off: skipped server time outruns real heartbeats); any other workflow's is the default."""
+    chosen: timedelta | None = getattr(workflow.instance(), "heartbeat_timeout", HEARTBEAT_TIMEOUT)
+    return chosen
+
+
 async def call(
     contract: Activity[In, Out],
     arg: In,
@@ -48,7 +60,7 @@ async def call(
         result_type=contract.output,
         start_to_close_timeout=timeout,
         retry_policy=retry,
-        heartbeat_timeout=heartbeat,
+        heartbeat_timeout=heartbeat or run_heartbeat_timeout(),
         summary=summary,
     )
     return result

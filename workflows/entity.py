@@ -37,8 +37,11 @@ with workflow.unsafe.imports_passed_through():
         SecretChanged,
     )
     from osprov.api.metrics import RECONCILES
-    from osprov.workflows.calls import call
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.status import api_conditions, merge_conditions, status_patch
+
+PATCH_LOCAL_KUBE_WRITES = "kube-writes-local"  # status/finalizer writes became local activities
+KubeWrite = TypeVar("KubeWrite", PatchStatus, FinalizerChange)
 
 # How an activity's failure reaches a workflow: an ActivityError wrapping the typed ApplicationError, or,
 # for a local activity, the ApplicationError itself.
@@ -404,7 +407,7 @@ class Entity(Generic[SpecT, KindT]):
     async def _finalizer(
         self, contract: Activity[FinalizerChange, WriteResult], change: ResourceChange
     ) -> bool:
-        res = await call(
+        res = await self._kube_write(
             contract,
             FinalizerChange(obj=self.obj, finalizer=self.finalizer),
             summary=f"{contract.name.split('.')[1].replace('_', ' ')} {self.finalizer}",
@@ -412,6 +415,21 @@ class Entity(Generic[SpecT, KindT]):
         if not res.exists:
             change.gone = True
         return res.exists
+
+    @property
+    def heartbeat_timeout(self) -> timedelta | None:
+        """Read by osprov.workflows.calls.call for every activity of this run."""
+        seconds = self.st.config.heartbeat_seconds
+        return None if seconds is None else timedelta(seconds=seconds)
+
+    async def _kube_write(
+        self, contract: Activity[KubeWrite, WriteResult], arg: KubeWrite, summary: str
+    ) -> WriteResult:
+        """Status and finalizer writes are one idempotent PATCH each (preconditioned on the UID): local
+        activities, with no task-queue round trip. Runs started before that keep scheduling them."""
+        if workflow.patched(PATCH_LOCAL_KUBE_WRITES):
+            return await call_local(contract, arg, summary=summary)
+        return await call(contract, arg, summary=summary)
 
     # ----- status and search attributes ---------------------------------------------------------
     async def _publish(self, change: ResourceChange, conditions: list[ConditionState]) -> None:
@@ -425,7 +443,7 @@ class Entity(Generic[SpecT, KindT]):
         if patch is not None:
             body, merge_patch = patch
             self.set_step(self.st.step)
-            res = await call(
+            res = await self._kube_write(
                 kube_io.PATCH_STATUS,
                 PatchStatus(obj=self.obj, status=merge_patch),
                 summary=f"write status: {merged[0].type}={merged[0].status} ({merged[0].reason})"

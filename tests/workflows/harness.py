@@ -28,7 +28,10 @@ from tests.workflows.fakes import FakeCloud
 # A timer due this soon (server seconds) fires before a test signals the run (see runstate).
 TIMER_GUARD_S = 2.0
 
-CONFIG = EntityConfig(resync_seconds=600, backoff_initial_seconds=5, upsert_search_attributes=False)
+# No heartbeat timeout: the stubs do not heartbeat, and skipped server time would outrun real heartbeats.
+CONFIG = EntityConfig(
+    resync_seconds=600, backoff_initial_seconds=5, upsert_search_attributes=False, heartbeat_seconds=None
+)
 
 
 async def eventually(

@@ -12,7 +12,9 @@ from temporalio.client import Client
 LABELLED = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: "activity",
     EventType.EVENT_TYPE_TIMER_STARTED: "timer",
+    EventType.EVENT_TYPE_MARKER_RECORDED: "local activity",
 }
+LOCAL_ACTIVITY_MARKER = "core_local_activity"  # the other markers (patches) are not on the timeline
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,15 @@ async def current_run(client: Client, workflow_id: str) -> Run:
 
 
 async def timeline(client: Client, workflow_id: str) -> list[tuple[str, str | None]]:
-    """(activity|timer, summary) of every activity and timer the current run started, in order: what the
+    """(activity|timer|local activity, summary) of every activity and timer the current run started, in order: what the
     Web UI's timeline shows. Summaries are payloads: decoded with the client's data converter."""
     labels: list[tuple[str, str | None]] = []
     for e in (await current_run(client, workflow_id)).events:
         kind = LABELLED.get(e.event_type)
-        if kind is None:
+        if kind is None or (
+            e.HasField("marker_recorded_event_attributes")
+            and e.marker_recorded_event_attributes.marker_name != LOCAL_ACTIVITY_MARKER
+        ):
             continue
         summary: str | None = None
         if e.user_metadata.HasField("summary"):
