@@ -10,7 +10,9 @@ Environment (worker):
                            that osprov may converge although it did not create them
   OSPROV_OWNERSHIP_DENY    object paths osprov never writes or deletes (added to the built-in ones)
 An object path is `kind/part/…` (api.ownership.ObjectKey.path), e.g. `domain/service`, `user/Default/nova`,
-`role/admin`, `service/keystone/identity`, `endpoint/keystone/identity/RegionOne/public`.
+`role/admin`, `service/keystone/identity`, `endpoint/keystone/identity/RegionOne/public`; a grant's parts
+are the escaped paths of its role, subject and scope: `grant/role%2Fmember/user%2FDefault%2Fosprov/project%2F*`.
+A grant *to* a protected user (the controller's own) is made only when the allow-list names that grant.
 """
 
 from __future__ import annotations
@@ -130,16 +132,20 @@ def _matches(path: str, pattern: str) -> bool:
 def policy_for(key: ObjectKey, controller: dict[str, str]) -> Policy:
     """The ownership policy of one object: built-in protections, the controller's own identity, the
     operator's deny- and allow-lists (deny wins)."""
+    allowed = any(_matches(key.path, p) for p in _patterns("OSPROV_OWNERSHIP_ALLOW"))
     subjects = [key.subject] if key.kind == "grant" and key.subject is not None else []
     for path in [key.path, *(s.path for s in subjects)]:
-        for pattern, why in [*PROTECTED.items(), *controller.items()]:
-            if _matches(path, pattern):
-                return Policy(
-                    protected=True, reason=why if path == key.path else f"it grants a role to {why}"
-                )
         if any(_matches(path, p) for p in _patterns("OSPROV_OWNERSHIP_DENY")):
             return Policy(protected=True, reason="the operator's deny-list names it")
-    allowed = any(_matches(key.path, p) for p in _patterns("OSPROV_OWNERSHIP_ALLOW"))
+        for pattern, why in [*PROTECTED.items(), *controller.items()]:
+            if not _matches(path, pattern):
+                continue
+            if path == key.path:
+                return Policy(protected=True, reason=why)
+            # A grant *to* a protected user widens what that user (often the controller) may do: only
+            # when the operator's allow-list names that grant (the local stack allows member roles).
+            if not allowed:
+                return Policy(protected=True, reason=f"it grants a role to {why}")
     return Policy(allowed=allowed, reason="the operator's allow-list names it" if allowed else "")
 
 

@@ -378,10 +378,21 @@ def write_client_files(secrets: Secrets, full: bool) -> None:
         # with this file may run without keys (production requires them: docs/security.md).
         "OSPROV_REQUIRE_ENCRYPTION": "false",
         "OSPROV_CODEC_URL": codec_url(secrets),
+        # The local stack's controller is the bootstrap admin: resources may give it the member roles on
+        # projects of Default (examples/*/ declare those grants), never anything else (docs/security.md).
+        "OSPROV_OWNERSHIP_ALLOW": DEV_CONTROLLER_GRANTS,
     }
     if not full and env_file().exists() and load_env().get("OSPROV_STACK_LEVEL") == "full":
         env["OSPROV_STACK_LEVEL"] = "full"  # an identity `up` on a running full stack keeps it full
     write_private(env_file(), "".join(f"{k}={v}\n" for k, v in env.items()))
+
+
+
+# Object paths (activities/ownership.py): member and load-balancer_member for the controller (admin).
+DEV_CONTROLLER_GRANTS = ",".join(
+    f"grant/role%2F{role}/user%2FDefault%2Fadmin/project%2FDefault%2F*"
+    for role in ("member", "load-balancer_member")
+)
 
 
 @dataclass

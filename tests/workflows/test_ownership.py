@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from devenv.stack import DEV_CONTROLLER_GRANTS
+from osprov.activities.ownership import policy_for
 from osprov.api import keystone_io as io
+from osprov.api.ownership import ObjectKey
 from tests.workflows.harness import Harness, eventually
 
 USER = {"name": "cinder", "domain": "service", "passwordSecret": {"name": "cinder-pw"}}
@@ -144,6 +147,32 @@ async def test_the_controllers_own_user_is_protected(h: Harness) -> None:
     wf = await h.apply("User", {"name": "osprov", "domain": "Default", "passwordSecret": {"name": "pw"}})
     assert "protected (the controller's own user)" in (await ready(h, wf))["message"]
     assert h.cloud.passwords[me.id] == "controller" and h.cloud.count(io.PROBE_PASSWORD.name) == 0
+
+
+def _grant(role: str, user: str, project: str) -> ObjectKey:
+    return ObjectKey(
+        kind="grant",
+        role=ObjectKey(kind="role", name=role),
+        subject=ObjectKey(kind="user", domain="Default", name=user),
+        scope=ObjectKey(kind="project", domain="Default", name=project),
+    )
+
+
+def test_a_grant_to_the_controllers_user_needs_the_operators_allow_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resource author cannot widen the controller's power (member on a project of their choosing);
+    the operator can, per grant (the local stack allows the member roles: DEV_CONTROLLER_GRANTS)."""
+    me = {"user/Default/admin": "the controller's own user"}
+    member = _grant("member", "admin", "tenant-x")
+    assert policy_for(member, me).protected
+    assert "it grants a role to the bootstrap admin user" in policy_for(member, me).reason
+    monkeypatch.setenv("OSPROV_OWNERSHIP_ALLOW", DEV_CONTROLLER_GRANTS)
+    assert not policy_for(member, me).protected and policy_for(member, me).allowed
+    assert policy_for(_grant("admin", "admin", "tenant-x"), me).protected  # not the roles allowed
+    assert not policy_for(_grant("member", "nova", "tenant-x"), me).allowed  # other users: the usual rules
+    monkeypatch.setenv("OSPROV_OWNERSHIP_DENY", "grant/*tenant-x")
+    assert policy_for(member, me).protected  # the operator's deny-list still wins
 
 
 # --- grants ------------------------------------------------------------------------------------------------
