@@ -387,7 +387,6 @@ def write_client_files(secrets: Secrets, full: bool) -> None:
     write_private(env_file(), "".join(f"{k}={v}\n" for k, v in env.items()))
 
 
-
 # Object paths (activities/ownership.py): member and load-balancer_member for the controller (admin).
 DEV_CONTROLLER_GRANTS = ",".join(
     f"grant/role%2F{role}/user%2FDefault%2Fadmin/project%2FDefault%2F*"
