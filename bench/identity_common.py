@@ -22,6 +22,7 @@ import kubernetes
 import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from devenv import stack
 from devenv.faults.proxy import FaultProxy
@@ -133,7 +134,13 @@ def discard_namespace(env: StackEnv, namespace: str) -> None:
         client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
         query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
         async for wf in client.list_workflows(query=query):
-            await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate(reason="benchmark finished")
+            try:
+                await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate(
+                    reason="benchmark finished"
+                )
+            except RPCError as err:  # visibility lags: it completed (e.g. deleted) since it was listed
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
 
     asyncio.run(terminate())
     kube = kubernetes.config.new_client_from_config(config_file=str(env.kubeconfig))
