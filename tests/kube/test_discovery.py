@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from pathlib import Path
 
@@ -103,18 +102,13 @@ def test_state_file_survives_a_restart_and_old_watches_get_410(tmp_path: Path) -
         assert [e["type"] for e in events] == ["ERROR"] and events[0]["object"]["code"] == 410
 
 
-def test_starts_in_under_a_second(tmp_path: Path) -> None:
-    """Process start to serving, CEL-ruled CRD loaded. Best of three: the first start on a fresh machine also
-    writes the CEL grammar cache, and other test runs share the 2 cores."""
-    timings = []
-    for attempt in range(3):
-        started = time.monotonic()
-        with run_emulator(tmp_path / str(attempt), crds_dirs=[FIXTURES / "crds"]) as running:
-            timings.append(time.monotonic() - started)
-            assert _get(f"{running.url}/version")["major"] == "1"
-        if timings[-1] < 1.0:
-            break
-    assert min(timings) < 1.0, f"start-up took {timings}"
+def test_starts_serving_with_a_cel_ruled_crd_loaded(tmp_path: Path) -> None:
+    """Process start to serving, the CEL-ruled test CRD loaded and discoverable. (How fast: the start-up
+    phase of `python -m bench.kube_emulator`, a ratio against a baseline, never a timed test.)"""
+    with run_emulator(tmp_path, crds_dirs=[FIXTURES / "crds"]) as running:
+        assert _get(f"{running.url}/version")["major"] == "1"
+        resources = _get(f"{running.url}/apis/{GROUP}/{VERSION}")["resources"]
+        assert PLURAL in [r["name"] for r in resources]
 
 
 def test_the_written_kubeconfig_loads_with_the_official_client(emulator: RunningEmulator) -> None:
