@@ -92,10 +92,14 @@ class Converger:
         s.present, s.id = present, object_id if present else None
 
     async def _create(self, primary: Claim) -> dict[str, Any] | None:
+        """Regular activities, not local ones: the intent to create is in history before the POST, so a
+        worker killed after the POST retries the create-if-absent, which returns what the first attempt
+        made, and the origin stays "created" (a local create lost with its workflow task would be replayed
+        as a lookup that finds the object, and osprov's own object would count as "found")."""
         s = self.s
         try:
             if self.key.kind == "grant":
-                await call_local(io.PUT_GRANT, act.grant(self.key, s.parent_ids), summary=f"grant {self.key}")
+                await call(io.PUT_GRANT, act.grant(self.key, s.parent_ids), summary=f"grant {self.key}")
                 fields: dict[str, Any] = {}
                 object_id = None
             else:
@@ -105,7 +109,7 @@ class Converger:
                 wanted = act.identity_fields(self.key, s.parent_ids) | act.managed(
                     primary.desired, s.parent_ids
                 )
-                obj = await call_local(
+                obj = await call(
                     io.CREATE,
                     io.Create(kind=lookup.kind, fields=wanted, find=lookup),
                     summary=f"create {self.key}",
