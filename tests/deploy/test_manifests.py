@@ -66,7 +66,7 @@ def test_compose_has_the_services_and_wiring() -> None:
 
 
 # Variables only one of the two programs reads.
-WORKER_ONLY = {"OSPROV_ACTIVITY_THREADS", "OSPROV_WORKER_HEARTBEAT_SECONDS"}
+WORKER_ONLY = {"OSPROV_ACTIVITY_THREADS", "OSPROV_WORKER_HEARTBEAT_SECONDS", "OSPROV_WORKFLOW_RUNNER"}
 BRIDGE_ONLY = {
     "OSPROV_LEASE_NAMESPACE",
     "OSPROV_LEASE_NAME",
