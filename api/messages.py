@@ -11,6 +11,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
+from osprov.api.operations import OpsState
+
 SIGNAL_RESOURCE_CHANGED = "resource_changed"
 SIGNAL_SECRET_CHANGED = "secret_changed"
 QUERY_STATE = "state"
@@ -54,6 +56,7 @@ class ResourceChange(BaseModel):
     finalizers: list[str] = Field(default_factory=list)
     deleting: bool = False  # metadata.deletionTimestamp is set
     gone: bool = False  # the object no longer exists in the API
+    annotations: dict[str, str] = Field(default_factory=dict)  # osprov's own only (api/operations.py)
 
     def supersedes(self, other: ResourceChange | None) -> bool:
         """Later-or-equal generation wins; deletion is sticky (signals may arrive out of order)."""
@@ -67,7 +70,11 @@ class ResourceChange(BaseModel):
             return False
         if self.generation != other.generation:
             return self.generation > other.generation
-        return self.deleting != other.deleting or self.finalizers != other.finalizers
+        return (
+            self.deleting != other.deleting
+            or self.finalizers != other.finalizers
+            or self.annotations != other.annotations
+        )
 
 
 class SecretChanged(BaseModel):
@@ -135,6 +142,7 @@ class EntityState(BaseModel, Generic[KindT]):
     retry_at: datetime | None = None
     resync_at: datetime | None = None
     passes: int = 0
+    ops: OpsState = Field(default_factory=OpsState)  # pause, reconcile-now, resync period, Events
 
     @model_validator(mode="before")
     @classmethod

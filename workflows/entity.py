@@ -37,12 +37,18 @@ with workflow.unsafe.imports_passed_through():
         SecretChanged,
     )
     from osprov.api.metrics import RECONCILES
+    from osprov.api.operations import EventNote
     from osprov.workflows.calls import call
+    from osprov.workflows.event_recorder import note
+    from osprov.workflows.operations import Ops
     from osprov.workflows.status import api_conditions, merge_conditions, status_patch
 
 # How an activity's failure reaches a workflow: an ActivityError wrapping the typed ApplicationError, or,
 # for a local activity, the ApplicationError itself.
 ACTIVITY_FAILED = (ActivityError, ApplicationError)
+
+DELETING = note("Deleting", "deleting the OpenStack object (deletionPolicy delete)", action="Delete")
+DELETED = note("Deleted", "the OpenStack object is gone; removing the finalizer", action="Delete")
 
 SpecT = TypeVar("SpecT", bound=CommonSpec)
 KindT = TypeVar("KindT", bound=BaseModel)
@@ -100,6 +106,7 @@ class Entity(Generic[SpecT, KindT]):
         self._kick = False
         self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
         self._run_passes = 0
+        self.ops = Ops(self)  # pause, reconcile-now, resync period, Events (workflows/operations.py)
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
     @workflow.signal(name=SIGNAL_RESOURCE_CHANGED)
@@ -135,6 +142,10 @@ class Entity(Generic[SpecT, KindT]):
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
 
+    def event(self, note: EventNote) -> None:
+        """Report what this pass did (Created, Updated, …): recorded as an Event with the status."""
+        self.ops.notes.append(note)
+
     def kick(self) -> None:
         """Ask the loop for a pass now (a message brought news the status should show)."""
         self._kick = True
@@ -150,7 +161,7 @@ class Entity(Generic[SpecT, KindT]):
         return f"{change.generation}|{secrets}"
 
     def wants_finalizer(self, spec: SpecT) -> bool:
-        return spec.deletion_policy == "delete"
+        return spec.deletion_policy == "delete" and not spec.unmanaged
 
     def retry_interval(self, spec: SpecT) -> timedelta | None:
         return spec.retry_interval_delta()
@@ -263,7 +274,7 @@ class Entity(Generic[SpecT, KindT]):
         if resync_due:
             # Consumed now, whatever the pass's outcome: an overdue resync must not re-fire on every
             # loop while the resource keeps failing (the retry timer paces those passes).
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
         self.st.passes += 1
         self._run_passes += 1
         spec = await self._parse(change)
@@ -273,6 +284,11 @@ class Entity(Generic[SpecT, KindT]):
             # Another deployment's resource: no status, no cloud call; only our own finalizer goes.
             await self._drop_finalizer(change)
             return "ignored: belongs to another deployment"
+        self.ops.observe(spec)
+        if self.ops.paused(change) and not change.gone:
+            await self.ops.hold(change)  # no call at all; the annotation's removal resumes
+            return None
+        resumed = self.ops.resumed()
         if change.deleting or change.gone:
             return await self._delete(change, spec)
         try:
@@ -284,10 +300,12 @@ class Entity(Generic[SpecT, KindT]):
         fp = self.fingerprint(change)
         changed = fp != self.st.applied_fingerprint
         kicked, self._kick = self._kick, False
-        self.kicked = kicked and not (changed or retry_due or resync_due)
-        if not (changed or retry_due or resync_due or kicked):
+        # Resuming from a pause or a reconcile-requested-at annotation: one full pass now.
+        forced = resumed or self.ops.requested(change)
+        self.kicked = kicked and not (changed or retry_due or resync_due or forced)
+        if not (changed or retry_due or resync_due or kicked or forced):
             return None  # the desired-state fingerprint says nothing would change
-        await self._reconcile(change, spec, fp, full=changed or resync_due)
+        await self._reconcile(change, spec, fp, full=changed or resync_due or forced)
         return None
 
     async def _parse(self, change: ResourceChange) -> SpecT | None:
@@ -327,7 +345,7 @@ class Entity(Generic[SpecT, KindT]):
         else:
             self.st.applied_fingerprint = fp
             self.st.retry_at = None
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
             self.set_step("converged")
         await self._publish(change, outcome.conditions)
 
@@ -340,7 +358,7 @@ class Entity(Generic[SpecT, KindT]):
         self.st.last_error = message
         self.st.failures += 1
         if self.st.resync_at is None:  # even a resource that never converged is looked at again
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
         if retry:
             base = self.retry_interval(spec)
             backoff = min(
@@ -375,6 +393,7 @@ class Entity(Generic[SpecT, KindT]):
     async def _delete(self, change: ResourceChange, spec: SpecT) -> str | None:
         if self.wants_finalizer(spec) and (self.finalizer in change.finalizers or change.gone):
             self.set_step("deleting the cloud object")
+            await self.ops.announce(DELETING)
             try:
                 outcome = await self.finalize(spec)
             except (*ACTIVITY_FAILED, PassFailed) as err:
@@ -384,6 +403,8 @@ class Entity(Generic[SpecT, KindT]):
                 await self._requeue_delete(change, outcome)
                 return None
         await self.on_deleted(spec)
+        if self.finalizer in change.finalizers and not change.gone:  # the resource is still there to see it
+            await self.ops.flush(DELETED)
         await self._drop_finalizer(change)
         self.set_step("deleted")
         return "deleted"
@@ -414,12 +435,19 @@ class Entity(Generic[SpecT, KindT]):
         return res.exists
 
     # ----- status and search attributes ---------------------------------------------------------
-    async def _publish(self, change: ResourceChange, conditions: list[ConditionState]) -> None:
+    async def _publish(
+        self, change: ResourceChange, conditions: list[ConditionState], *, generation: int | None = None
+    ) -> None:
+        """Write the status if it changed, then record the Event the change deserves (if any).
+        `generation`: the observedGeneration to report (default: the change's; a paused pass keeps the last
+        reconciled one)."""
+        before = self.ops.ready(self.st.conditions)
         merged = merge_conditions(self.st.conditions, conditions, workflow.now())
         self.st.conditions = merged
+        observed = change.generation if generation is None else generation
         base = StatusBase(
-            observed_generation=change.generation,
-            conditions=api_conditions(merged, change.generation, workflow.now()),
+            observed_generation=observed,
+            conditions=api_conditions(merged, observed, workflow.now()),
         )
         patch = status_patch(self.status(base), self.st.written_status)
         if patch is not None:
@@ -436,6 +464,7 @@ class Entity(Generic[SpecT, KindT]):
                 change.gone = True
             self.st.written_status = body
         self._upsert_search_attributes(merged)
+        await self.ops.record(before, self.ops.ready(merged))
 
     def _upsert_search_attributes(self, conditions: list[ConditionState]) -> None:
         if not self.st.config.upsert_search_attributes or not conditions:
