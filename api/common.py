@@ -22,9 +22,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
-
-from osprov.api.limits import ShortKeystoneName
+from osprov.api.limits import CoreSchema, ShortKeystoneName
 
 # --- durations -------------------------------------------------------------------------------------------
 
@@ -187,7 +185,11 @@ def raw_keystone_ref_name(spec: dict[str, Any]) -> str:
 
 
 # Spec-level rules every kind has (see CommonSpec.spec_rules).
-UNMANAGED_DELETE_RULE = "self.managementPolicy != 'unmanaged' || self.deletionPolicy != 'delete'"
+# has(): the rules hold on a spec the apiserver has not defaulted yet (offline checks, old objects).
+UNMANAGED_DELETE_RULE = (
+    "!has(self.managementPolicy) || self.managementPolicy != 'unmanaged' || "
+    "!has(self.deletionPolicy) || self.deletionPolicy != 'delete'"
+)
 UNMANAGED_DELETE_MESSAGE = (
     "an unmanaged resource never deletes its OpenStack object: use deletionPolicy retain, or managementPolicy "
     "managed"
@@ -341,7 +343,10 @@ class CloudImport(CamelModel):
 
 
 IMPORT_ONE_OF_MESSAGE = "set exactly one of import.id and import.filter"
-CLOUD_IMPORT_RULE = "self.managementPolicy == 'unmanaged' ? has(self.__import__) : !has(self.__import__)"
+CLOUD_IMPORT_RULE = (
+    "has(self.managementPolicy) && self.managementPolicy == 'unmanaged' ? has(self.__import__) : "
+    "!has(self.__import__)"
+)
 CLOUD_IMPORT_MESSAGE = (
     "osprov manages only the cloud objects it creates: to bind an existing one, set both managementPolicy: "
     "unmanaged and import (it is then only observed)"
