@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api import kube_io, registry
     from osprov.api import search_attributes as sa
     from osprov.api.activity import Activity
-    from osprov.api.common import CommonSpec, Condition, StatusModel, serves
+    from osprov.api.common import AvailableReason, CommonSpec, Condition, StatusModel, serves
     from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
     from osprov.api.messages import (
         QUERY_STATE,
@@ -98,6 +98,8 @@ class Entity(Generic[SpecT, KindT]):
 
     KIND: ClassVar[str]
     STATE: ClassVar[type[BaseModel]]  # the kind's state model (KindT)
+    # Whether the kind serves managementPolicy unmanaged (observe only); the others refuse it, calling nothing.
+    OBSERVES: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.s: EntityState[KindT] | None = None
@@ -333,6 +335,14 @@ class Entity(Generic[SpecT, KindT]):
         try:
             # full=True: the desired state changed or the periodic resync is due, so the kind runs
             # its expensive checks too (e.g. the password probe); a plain retry does not.
+            if spec.unmanaged and not self.OBSERVES:
+                raise PassFailed(
+                    f"managementPolicy unmanaged (observe an existing object) is not supported for "
+                    f"{self.KIND} yet: osprov would not touch the object; use managementPolicy managed "
+                    "without import, or a new resource",
+                    reason=AvailableReason.ERRORED.value,  # only the cloud kinds (Available) refuse it
+                    retry=False,
+                )
             outcome = await self.reconcile(spec, full=full)
         except (*ACTIVITY_FAILED, PassFailed) as err:
             await self._failed(change, spec, err)

@@ -132,7 +132,8 @@ class Ops:
         if not self.enabled():
             return
         moved = transition(before, after) if after is not None else None
-        if moved is not None and (not notes or moved.type == "Warning"):
+        told = {n.note for n in notes}
+        if moved is not None and (not notes or (moved.type == "Warning" and moved.note not in told)):
             notes.append(moved)
         for n in notes:
             await self.emit(n)
