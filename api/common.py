@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
+
 from osprov.api.limits import CoreSchema, ShortKeystoneName
 
 # --- durations -------------------------------------------------------------------------------------------
