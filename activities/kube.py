@@ -1,4 +1,4 @@
-"""Kubernetes activities: status write-back, finalizers, and Secret reads (one API call each).
+"""Kubernetes activities: status write-back, finalizers, Secret reads and Events (one API call each).
 
 Writes carry `metadata.uid` as a precondition, so a write meant for a deleted resource can never
 land on a recreated one of the same name (the apiserver answers 409, reported as exists=False).
@@ -7,7 +7,9 @@ land on a recreated one of the same name (the apiserver answers 409, reported as
 from __future__ import annotations
 
 import base64
+import socket
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -15,8 +17,20 @@ from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 
 from osprov.activities import errors
-from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, SecretKey, SecretVersion, WriteResult
-from osprov.runtime import kube
+from osprov.api.kube_io import (
+    EventRecorded,
+    FinalizerChange,
+    ObjectRef,
+    PatchStatus,
+    RecordEvent,
+    SecretKey,
+    SecretVersion,
+    WriteResult,
+)
+from osprov.api.operations import REPORTING_CONTROLLER
+from osprov.runtime import kube, logs
+
+log = logs.log("osprov.worker")
 
 MERGE_PATCH = "application/merge-patch+json"
 _local = threading.local()
@@ -139,4 +153,65 @@ def check_secret(req: SecretKey) -> SecretVersion:
     return SecretVersion(resource_version=_read_secret(req.namespace, req.name, req.key)[1])
 
 
-ACTIVITIES = [patch_status, add_finalizer, remove_finalizer, check_secret]
+def _micro_time(value: datetime) -> str:
+    """metav1.MicroTime: exactly six fractional digits, UTC (the client's isoformat() drops zeros)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _event_body(req: RecordEvent) -> dict[str, Any]:
+    o, e = req.obj, req.event
+    body: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": req.name, "namespace": o.namespace},
+        "eventTime": _micro_time(req.event_time),
+        "regarding": {
+            "apiVersion": f"{o.group}/{o.version}",
+            "kind": req.kind,
+            "namespace": o.namespace,
+            "name": o.name,
+            "uid": o.uid,
+        },
+        "type": e.type,
+        "reason": e.reason,
+        "action": e.action,
+        "note": e.note,
+        "reportingController": REPORTING_CONTROLLER,
+        "reportingInstance": socket.gethostname()[:128] or "osprov-worker",
+    }
+    if req.count >= 2:
+        body["series"] = _series(req)
+    return body
+
+
+def _series(req: RecordEvent) -> dict[str, Any]:
+    return {"count": req.count, "lastObservedTime": _micro_time(req.last_observed or req.event_time)}
+
+
+@activity.defn(name="kube.record_event")
+def record_event(req: RecordEvent) -> EventRecorded:
+    """An Event about a resource: created under the workflow's deterministic name (a retried create finds
+    it there), or a repeat folded into its series with a patch (client-go's events.k8s.io recorder). Events
+    are best effort: a refusal is logged and reported, never raised (the pass goes on)."""
+    api = client.EventsV1Api(api_client())
+    ns = req.obj.namespace
+    try:
+        if req.count >= 2:
+            try:
+                api.patch_namespaced_event(req.name, ns, {"series": _series(req)}, _content_type=MERGE_PATCH)
+                return EventRecorded(recorded=True)
+            except ApiException as err:
+                if err.status != 404:  # expired (Events live an hour): create it again, series and all
+                    raise
+        api.create_namespaced_event(ns, _event_body(req))  # type: ignore[arg-type] # a dict: MicroTime as Go writes it
+    except ApiException as err:
+        if err.status == 409:
+            return EventRecorded(recorded=True)  # a retried create: it is there
+        if err.status is not None and (err.status >= 500 or err.status == 429):
+            raise errors.transient(f"Kubernetes API error {err.status} on an Event") from None
+        log.warning("event refused", status=err.status, reason=err.reason, event=req.name, namespace=ns)
+        return EventRecorded(recorded=False)
+    return EventRecorded(recorded=True)
+
+
+ACTIVITIES = [patch_status, add_finalizer, remove_finalizer, check_secret, record_event]

@@ -11,10 +11,19 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
 
-from osprov.api.limits import ShortKeystoneName
+from osprov.api.limits import CoreSchema, ShortKeystoneName
 
 # --- durations -------------------------------------------------------------------------------------------
 
@@ -36,6 +45,11 @@ _UNIT_SECONDS = {
 MIN_RETRY_INTERVAL = timedelta(seconds=1)
 RETRY_INTERVAL_CEL = "duration(self) >= duration('1s')"
 RETRY_INTERVAL_MESSAGE = "retryInterval must be a Go duration of at least 1s, such as 30s or 1m30s"
+# A resync is a full pass (drift checks, the User's password probe): bounded below so one resource cannot
+# turn the controller into a poller of the cloud.
+MIN_RESYNC_PERIOD = timedelta(minutes=1)
+RESYNC_PERIOD_CEL = "duration(self) >= duration('1m')"
+RESYNC_PERIOD_MESSAGE = "resyncPeriod must be a Go duration of at least 1m, such as 10m or 1h"
 
 
 def parse_duration(text: str) -> timedelta:
@@ -70,6 +84,11 @@ class StatusModel(CamelModel):
 class DeletionPolicy(StrEnum):
     RETAIN = "retain"
     DELETE = "delete"
+
+
+class ManagementPolicy(StrEnum):
+    MANAGED = "managed"
+    UNMANAGED = "unmanaged"
 
 
 # --- conditions (metav1.Condition) ----------------------------------------------------------------------
@@ -166,6 +185,27 @@ def raw_keystone_ref_name(spec: dict[str, Any]) -> str:
     return str(ref.get("name") or "") if isinstance(ref, dict) else ""
 
 
+# Spec-level rules every kind has (see CommonSpec.spec_rules).
+# has(): the rules hold on a spec the apiserver has not defaulted yet (offline checks, old objects).
+UNMANAGED_DELETE_RULE = (
+    "!has(self.managementPolicy) || self.managementPolicy != 'unmanaged' || "
+    "!has(self.deletionPolicy) || self.deletionPolicy != 'delete'"
+)
+UNMANAGED_DELETE_MESSAGE = (
+    "an unmanaged resource never deletes its OpenStack object: use deletionPolicy retain, or managementPolicy "
+    "managed"
+)
+IMPORT_IMMUTABLE_MESSAGE = "spec.import is immutable: create a new resource to bind another object"
+# `import` is a CEL keyword: the apiserver exposes the property as __import__.
+IMPORT_IMMUTABLE_RULE = {
+    "rule": "has(self.__import__) == has(oldSelf.__import__) && "
+    "(!has(self.__import__) || self.__import__ == oldSelf.__import__)",
+    "message": IMPORT_IMMUTABLE_MESSAGE,
+    "fieldPath": ".import",
+}
+IMPORT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+
 class CommonSpec(CamelModel):
     """Fields every kind has."""
 
@@ -187,6 +227,23 @@ class CommonSpec(CamelModel):
         },
     )
 
+    management_policy: ManagementPolicy = Field(
+        default=ManagementPolicy.MANAGED,
+        description="managed (default): osprov creates the object when it is missing and converges what the "
+        "ownership rules let it write (docs/security.md). unmanaged: osprov only observes an object that "
+        "already exists — the status mirrors it; it is never created, written or deleted.",
+    )
+    resync_period: str | None = Field(
+        default=None,
+        pattern=DURATION_PATTERN,
+        description="How often the resource is checked in full although nothing changed (drift repair, "
+        "password probe), as a Go duration of at least 1m (e.g. 10m, 2h). Unset: the controller's "
+        "OSPROV_RESYNC_SECONDS.",
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": RESYNC_PERIOD_CEL, "message": RESYNC_PERIOD_MESSAGE}]
+        },
+    )
+
     @field_validator("retry_interval")
     @classmethod
     def _retry_interval_is_duration(cls, value: str | None) -> str | None:
@@ -194,8 +251,47 @@ class CommonSpec(CamelModel):
             raise ValueError(RETRY_INTERVAL_MESSAGE)
         return value
 
+    @field_validator("resync_period")
+    @classmethod
+    def _resync_period_is_duration(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration(value) < MIN_RESYNC_PERIOD:
+            raise ValueError(RESYNC_PERIOD_MESSAGE)
+        return value
+
+    @model_validator(mode="after")
+    def _unmanaged_never_deletes(self) -> CommonSpec:
+        if (
+            self.management_policy == ManagementPolicy.UNMANAGED
+            and self.deletion_policy == DeletionPolicy.DELETE
+        ):
+            raise ValueError(UNMANAGED_DELETE_MESSAGE)
+        return self
+
+    @classmethod
+    def spec_rules(cls) -> list[dict[str, Any]]:
+        """CEL rules on the whole spec that every kind of this family has. Added to the kind's own
+        spec-level rules (its model_config's), which a subclass's config would otherwise replace."""
+        return [{"rule": UNMANAGED_DELETE_RULE, "message": UNMANAGED_DELETE_MESSAGE}]
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        rules = target.setdefault("x-kubernetes-validations", [])
+        rules.extend(r for r in cls.spec_rules() if r not in rules)
+        return schema
+
+    @property
+    def unmanaged(self) -> bool:
+        return self.management_policy == ManagementPolicy.UNMANAGED
+
     def retry_interval_delta(self) -> timedelta | None:
         return parse_duration(self.retry_interval) if self.retry_interval else None
+
+    def resync_period_delta(self) -> timedelta | None:
+        return parse_duration(self.resync_period) if self.resync_period else None
 
     def keystone_ref_name(self) -> str:
         """The named Keystone deployment, "" when unset (= the controller's own)."""
@@ -220,6 +316,44 @@ PROJECT_IMMUTABLE_MESSAGE = (
 )
 
 
+class CloudImportFilter(CamelModel):
+    name: str = Field(
+        min_length=1,
+        max_length=255,
+        description="Exact name of the existing object in spec.project; exactly one object may match.",
+    )
+
+
+class CloudImport(CamelModel):
+    """An existing cloud object to observe: by ID or by an exact-name filter (exactly one of them)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    id: str | None = Field(
+        default=None,
+        pattern=IMPORT_ID_PATTERN,
+        description="ID of the existing object in spec.project (letters, digits, - and _).",
+    )
+    filter: CloudImportFilter | None = Field(default=None, description="Find the object by exact name.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CloudImport:
+        if (self.id is None) == (self.filter is None):
+            raise ValueError(IMPORT_ONE_OF_MESSAGE)
+        return self
+
+
+IMPORT_ONE_OF_MESSAGE = "set exactly one of import.id and import.filter"
+CLOUD_IMPORT_RULE = (
+    "has(self.managementPolicy) && self.managementPolicy == 'unmanaged' ? has(self.__import__) : "
+    "!has(self.__import__)"
+)
+CLOUD_IMPORT_MESSAGE = (
+    "osprov manages only the cloud objects it creates: to bind an existing one, set both managementPolicy: "
+    "unmanaged and import (it is then only observed)"
+)
+
+
 class CloudSpec(CommonSpec):
     """Fields every cloud kind has: the Keystone project its OpenStack objects live in."""
 
@@ -230,6 +364,26 @@ class CloudSpec(CommonSpec):
             "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": PROJECT_IMMUTABLE_MESSAGE}]
         },
     )
+    import_: CloudImport | None = Field(
+        default=None,
+        alias="import",
+        description="An existing object to observe instead of creating one (requires managementPolicy "
+        "unmanaged): by id, or by filter.name (exact). Immutable.",
+    )
+
+    @model_validator(mode="after")
+    def _import_means_unmanaged(self) -> CloudSpec:
+        if self.unmanaged != (self.import_ is not None):
+            raise ValueError(CLOUD_IMPORT_MESSAGE)
+        return self
+
+    @classmethod
+    def spec_rules(cls) -> list[dict[str, Any]]:
+        return [
+            *super().spec_rules(),
+            {"rule": CLOUD_IMPORT_RULE, "message": CLOUD_IMPORT_MESSAGE},
+            IMPORT_IMMUTABLE_RULE,
+        ]
 
 
 class CloudStatus(StatusModel):

@@ -8,11 +8,14 @@ messages, so a model built in Python fails the same way `kubectl apply` would.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from osprov.api.common import (
+    IMPORT_ID_PATTERN,
+    IMPORT_IMMUTABLE_RULE,
+    IMPORT_ONE_OF_MESSAGE,
     CamelModel,
     CommonSpec,
     Condition,
@@ -43,10 +46,66 @@ ImmutableShortName = Annotated[ShortKeystoneName, immutable(keystone_immutable("
 ImmutableDomain = Annotated[ShortKeystoneName, immutable(keystone_immutable("domain"))]
 
 
+# --- import: binding an existing Keystone object explicitly ----------------------------------------------
+
+
+class KeystoneImportFilter(CamelModel):
+    """No fields: the object is the one the spec's identifying fields (name, domain, type…) name."""
+
+
+class KeystoneImport(CamelModel):
+    """Bind an existing object instead of creating one (exactly one of id and filter)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    id: str | None = Field(
+        default=None,
+        pattern=IMPORT_ID_PATTERN,
+        description="Keystone ID of the existing object; it must carry the declared name (and domain, type).",
+    )
+    filter: KeystoneImportFilter | None = Field(
+        default=None, description="{}: the existing object the declared name (and domain, type) names."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> KeystoneImport:
+        if (self.id is None) == (self.filter is None):
+            raise ValueError(IMPORT_ONE_OF_MESSAGE)
+        return self
+
+
+class KeystoneFilterImport(CamelModel):
+    """Bind the existing objects the spec names (several endpoints, or a grant, have no single ID)."""
+
+    filter: KeystoneImportFilter = Field(description="{}: the existing objects the spec's fields name.")
+
+
+IMPORT_DESCRIPTION = (
+    "Bind an existing Keystone object instead of creating one: osprov never creates it, waits while it is "
+    "missing, and writes it only when osprov created it or the operator allow-lists it (docs/security.md). "
+    "Immutable."
+)
+
+
+class KeystoneSpec(CommonSpec):
+    """Fields every Keystone kind has."""
+
+    import_: KeystoneImport | None = Field(default=None, alias="import", description=IMPORT_DESCRIPTION)
+
+    @classmethod
+    def spec_rules(cls) -> list[dict[str, Any]]:
+        return [*super().spec_rules(), IMPORT_IMMUTABLE_RULE]
+
+    @property
+    def import_id(self) -> str | None:
+        imp = self.import_
+        return imp.id if isinstance(imp, KeystoneImport) else None
+
+
 # --- Domain, Project, Role, Group, Service --------------------------------------------------------------
 
 
-class DomainSpec(CommonSpec):
+class DomainSpec(KeystoneSpec):
     """A Keystone domain."""
 
     name: ImmutableShortName = Field(
@@ -56,7 +115,7 @@ class DomainSpec(CommonSpec):
     enabled: bool = Field(default=True, description="Whether the domain is enabled.")
 
 
-class ProjectSpec(CommonSpec):
+class ProjectSpec(KeystoneSpec):
     """A Keystone project within a domain."""
 
     name: ImmutableShortName = Field(
@@ -69,7 +128,7 @@ class ProjectSpec(CommonSpec):
     enabled: bool = Field(default=True, description="Whether the project is enabled.")
 
 
-class RoleSpec(CommonSpec):
+class RoleSpec(KeystoneSpec):
     """A Keystone role, global or domain-specific."""
 
     model_config = ConfigDict(
@@ -85,7 +144,7 @@ class RoleSpec(CommonSpec):
     )
 
 
-class GroupSpec(CommonSpec):
+class GroupSpec(KeystoneSpec):
     """A Keystone group (for federated deployments; membership comes from a mapping, not from here)."""
 
     name: ImmutableShortName = Field(
@@ -95,7 +154,7 @@ class GroupSpec(CommonSpec):
     description: Description | None = Field(default=None, description="Group description; drift is patched.")
 
 
-class ServiceSpec(CommonSpec):
+class ServiceSpec(KeystoneSpec):
     """A service catalog entry, identified in Keystone by name and type together."""
 
     name: ImmutableName = Field(description="Keystone name of the service. Immutable.")
@@ -125,7 +184,7 @@ class SecretKeyRef(CamelModel):
     )
 
 
-class UserSpec(CommonSpec):
+class UserSpec(KeystoneSpec):
     """A Keystone user; its password is read from a Secret and never stored in the resource."""
 
     name: ImmutableName = Field(description="Keystone name of the user. Immutable.")
@@ -176,7 +235,7 @@ class GroupRef(CamelModel):
     domain: ShortKeystoneName = Field(description="Keystone name of the group's domain.")
 
 
-class RoleAssignmentSpec(CommonSpec):
+class RoleAssignmentSpec(KeystoneSpec):
     """A role granted to exactly one subject (user or group) on exactly one scope (project, domain or system)."""
 
     model_config = ConfigDict(
@@ -189,6 +248,9 @@ class RoleAssignmentSpec(CommonSpec):
         }
     )
 
+    import_: KeystoneFilterImport | None = Field(  # type: ignore[assignment]
+        default=None, alias="import", description=IMPORT_DESCRIPTION
+    )
     role: Annotated[RoleRef, immutable(keystone_immutable("role"))] = Field(
         description="The role to grant. Immutable."
     )
@@ -236,9 +298,12 @@ class ServiceRef(CamelModel):
     type: ServiceType = Field(description="Type of the service, e.g. volumev3.")
 
 
-class EndpointSpec(CommonSpec):
+class EndpointSpec(KeystoneSpec):
     """The admin, internal and public URLs of one service (looked up by name and type) in one region."""
 
+    import_: KeystoneFilterImport | None = Field(  # type: ignore[assignment]
+        default=None, alias="import", description=IMPORT_DESCRIPTION
+    )
     service: Annotated[ServiceRef, immutable(keystone_immutable("service"))] = Field(
         description="The service, found in Keystone by name and type together. Immutable."
     )

@@ -11,6 +11,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
+from osprov.api.operations import OpsState
+
 # A workflow task that does not complete within this is handed to another worker: a task whose worker died
 # (kill -9) moves on in seconds. Tasks that run local activities longer heartbeat on their own.
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=5)
@@ -58,6 +60,7 @@ class ResourceChange(BaseModel):
     finalizers: list[str] = Field(default_factory=list)
     deleting: bool = False  # metadata.deletionTimestamp is set
     gone: bool = False  # the object no longer exists in the API
+    annotations: dict[str, str] = Field(default_factory=dict)  # osprov's own only (api/operations.py)
 
     def supersedes(self, other: ResourceChange | None) -> bool:
         """Later-or-equal generation wins; deletion is sticky (signals may arrive out of order)."""
@@ -71,7 +74,11 @@ class ResourceChange(BaseModel):
             return False
         if self.generation != other.generation:
             return self.generation > other.generation
-        return self.deleting != other.deleting or self.finalizers != other.finalizers
+        return (
+            self.deleting != other.deleting
+            or self.finalizers != other.finalizers
+            or self.annotations != other.annotations
+        )
 
 
 class SecretChanged(BaseModel):
@@ -142,6 +149,7 @@ class EntityState(BaseModel, Generic[KindT]):
     retry_at: datetime | None = None
     resync_at: datetime | None = None
     passes: int = 0
+    ops: OpsState = Field(default_factory=OpsState)  # pause, reconcile-now, resync period, Events
 
     @model_validator(mode="before")
     @classmethod

@@ -105,6 +105,24 @@ class Claimant(_Frozen):
     resource: str  # "Kind namespace/name": how a conflict names it to the other side
 
 
+class Binding(_Frozen):
+    """How a claimant binds the object (its spec's managementPolicy and import).
+
+    managed (the default): the object is created when missing; fields are written as the ownership table
+    allows. imported: bound explicitly — never created, pinned to `id` when one is given, and written only
+    when osprov created it or the operator allow-lists it (else the claimant is told `refused`). observe
+    (managementPolicy unmanaged): never created, never written, never deleted; the claimant is told what
+    exists (`observed`)."""
+
+    imported: bool = False
+    id: str | None = None
+    observe: bool = False
+
+    @property
+    def creates(self) -> bool:
+        return not (self.imported or self.observe)
+
+
 class Claim(_Frozen):
     keystone: str  # the Keystone deployment (the controller's keystone_name)
     claimant: Claimant
@@ -113,6 +131,7 @@ class Claim(_Frozen):
     deletion_policy: Literal["retain", "delete"] = "retain"
     seq: int  # echoed in the result: the claimant waits for the answer to its latest claim
     full: bool = False  # a full pass (desired state changed or the periodic resync): check drift, probe
+    binding: Binding = Field(default_factory=Binding)
 
 
 class Release(_Frozen):
@@ -139,7 +158,7 @@ class ParentReady(_Frozen):
     id: str | None = None
 
 
-Outcome = Literal["ready", "adopted", "conflict", "waiting", "error", "released"]
+Outcome = Literal["ready", "adopted", "observed", "refused", "conflict", "waiting", "error", "released"]
 
 
 class ObjectResult(_Frozen):
@@ -151,6 +170,7 @@ class ObjectResult(_Frozen):
     message: str  # user-safe: goes to the resource's Ready condition
     id: str | None = None
     origin: Literal["created", "found"] | None = None
+    action: Literal["created", "updated"] | None = None  # what this step wrote for the claimant (Events)
 
 
 class Policy(_Frozen):

@@ -1,7 +1,8 @@
 """Turns Kubernetes objects into workflow signals; drops what changes nothing. No I/O here.
 
-A change is signalled when the generation, the deletion state or our finalizer's presence moved
-(status writes bump resourceVersion only and are dropped). Resources naming another Keystone
+A change is signalled when the generation, the deletion state, our finalizer's presence or one of osprov's
+annotations (pause, reconcile-requested-at: api/operations.py) moved. Status writes, and other metadata
+(labels, other annotations), bump resourceVersion only and are dropped. Resources naming another Keystone
 deployment are ignored unless they still carry our finalizer (which only we can remove).
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 from osprov.api import registry
 from osprov.api.common import raw_keystone_ref_name, serves
 from osprov.api.messages import ResourceChange, ResourceRef, SecretChanged
+from osprov.api.operations import ours
 
 Obj = dict[str, Any]
 
@@ -26,6 +28,7 @@ class Seen:
     generation: int
     deleting: bool
     has_finalizer: bool
+    annotations: tuple[tuple[str, str], ...] = ()  # osprov's own, sorted
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Router:
         meta = obj.get("metadata") or {}
         uid, ns, name = meta.get("uid", ""), meta.get("namespace", ""), meta.get("name", "")
         finalizers = list(meta.get("finalizers") or [])
+        annotations = ours(meta.get("annotations"))
         has_finalizer = finalizer_of(info) in finalizers
         if not self._ours(obj) and not has_finalizer:
             self.known.pop(uid, None)
@@ -63,8 +67,14 @@ class Router:
                 finalizers=finalizers,
                 deleting=True,
                 gone=True,
+                annotations=annotations,
             )
-        seen = Seen(int(meta.get("generation") or 0), bool(meta.get("deletionTimestamp")), has_finalizer)
+        seen = Seen(
+            int(meta.get("generation") or 0),
+            bool(meta.get("deletionTimestamp")),
+            has_finalizer,
+            tuple(sorted(annotations.items())),
+        )
         previous = self.known.get(uid)
         secret = ((obj.get("spec") or {}).get("passwordSecret") or {}).get("name") if kind == "User" else None
         self.known[uid] = Known(ref=ref, seen=seen, secret=secret)
@@ -76,6 +86,7 @@ class Router:
             spec=obj.get("spec") or {},
             finalizers=finalizers,
             deleting=seen.deleting,
+            annotations=annotations,
         )
 
     def on_snapshot(self, kind: str, namespace: str, items: list[Obj]) -> list[ResourceChange]:

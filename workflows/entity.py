@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api import kube_io, registry
     from osprov.api import search_attributes as sa
     from osprov.api.activity import Activity
-    from osprov.api.common import CommonSpec, Condition, StatusModel, serves
+    from osprov.api.common import AvailableReason, CommonSpec, Condition, StatusModel, serves
     from osprov.api.kube_io import FinalizerChange, ObjectRef, PatchStatus, WriteResult
     from osprov.api.messages import (
         QUERY_STATE,
@@ -37,7 +37,10 @@ with workflow.unsafe.imports_passed_through():
         SecretChanged,
     )
     from osprov.api.metrics import RECONCILES
+    from osprov.api.operations import EventNote
     from osprov.workflows.calls import call, call_local
+    from osprov.workflows.event_recorder import note
+    from osprov.workflows.operations import Ops
     from osprov.workflows.status import api_conditions, merge_conditions, status_patch
 
 PATCH_LOCAL_KUBE_WRITES = "kube-writes-local"  # status/finalizer writes became local activities
@@ -46,6 +49,9 @@ KubeWrite = TypeVar("KubeWrite", PatchStatus, FinalizerChange)
 # How an activity's failure reaches a workflow: an ActivityError wrapping the typed ApplicationError, or,
 # for a local activity, the ApplicationError itself.
 ACTIVITY_FAILED = (ActivityError, ApplicationError)
+
+DELETING = note("Deleting", "deleting the OpenStack object (deletionPolicy delete)", action="Delete")
+DELETED = note("Deleted", "the OpenStack object is gone; removing the finalizer", action="Delete")
 
 SpecT = TypeVar("SpecT", bound=CommonSpec)
 KindT = TypeVar("KindT", bound=BaseModel)
@@ -95,6 +101,8 @@ class Entity(Generic[SpecT, KindT]):
 
     KIND: ClassVar[str]
     STATE: ClassVar[type[BaseModel]]  # the kind's state model (KindT)
+    # Whether the kind serves managementPolicy unmanaged (observe only); the others refuse it, calling nothing.
+    OBSERVES: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.s: EntityState[KindT] | None = None
@@ -103,6 +111,7 @@ class Entity(Generic[SpecT, KindT]):
         self._kick = False
         self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
         self._run_passes = 0
+        self.ops = Ops(self)  # pause, reconcile-now, resync period, Events (workflows/operations.py)
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
     @workflow.signal(name=SIGNAL_RESOURCE_CHANGED)
@@ -138,6 +147,10 @@ class Entity(Generic[SpecT, KindT]):
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
 
+    def event(self, note: EventNote) -> None:
+        """Report what this pass did (Created, Updated, …): recorded as an Event with the status."""
+        self.ops.notes.append(note)
+
     def kick(self) -> None:
         """Ask the loop for a pass now (a message brought news the status should show)."""
         self._kick = True
@@ -153,7 +166,7 @@ class Entity(Generic[SpecT, KindT]):
         return f"{change.generation}|{secrets}"
 
     def wants_finalizer(self, spec: SpecT) -> bool:
-        return spec.deletion_policy == "delete"
+        return spec.deletion_policy == "delete" and not spec.unmanaged
 
     def retry_interval(self, spec: SpecT) -> timedelta | None:
         return spec.retry_interval_delta()
@@ -266,7 +279,7 @@ class Entity(Generic[SpecT, KindT]):
         if resync_due:
             # Consumed now, whatever the pass's outcome: an overdue resync must not re-fire on every
             # loop while the resource keeps failing (the retry timer paces those passes).
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
         self.st.passes += 1
         self._run_passes += 1
         spec = await self._parse(change)
@@ -276,6 +289,11 @@ class Entity(Generic[SpecT, KindT]):
             # Another deployment's resource: no status, no cloud call; only our own finalizer goes.
             await self._drop_finalizer(change)
             return "ignored: belongs to another deployment"
+        self.ops.observe(spec)
+        if self.ops.paused(change) and not change.gone:
+            await self.ops.hold(change)  # no call at all; the annotation's removal resumes
+            return None
+        resumed = self.ops.resumed()
         if change.deleting or change.gone:
             return await self._delete(change, spec)
         try:
@@ -287,10 +305,12 @@ class Entity(Generic[SpecT, KindT]):
         fp = self.fingerprint(change)
         changed = fp != self.st.applied_fingerprint
         kicked, self._kick = self._kick, False
-        self.kicked = kicked and not (changed or retry_due or resync_due)
-        if not (changed or retry_due or resync_due or kicked):
+        # Resuming from a pause or a reconcile-requested-at annotation: one full pass now.
+        forced = resumed or self.ops.requested(change)
+        self.kicked = kicked and not (changed or retry_due or resync_due or forced)
+        if not (changed or retry_due or resync_due or kicked or forced):
             return None  # the desired-state fingerprint says nothing would change
-        await self._reconcile(change, spec, fp, full=changed or resync_due)
+        await self._reconcile(change, spec, fp, full=changed or resync_due or forced)
         return None
 
     async def _parse(self, change: ResourceChange) -> SpecT | None:
@@ -318,6 +338,14 @@ class Entity(Generic[SpecT, KindT]):
         try:
             # full=True: the desired state changed or the periodic resync is due, so the kind runs
             # its expensive checks too (e.g. the password probe); a plain retry does not.
+            if spec.unmanaged and not self.OBSERVES:
+                raise PassFailed(
+                    f"managementPolicy unmanaged (observe an existing object) is not supported for "
+                    f"{self.KIND} yet: osprov would not touch the object; use managementPolicy managed "
+                    "without import, or a new resource",
+                    reason=AvailableReason.ERRORED.value,  # only the cloud kinds (Available) refuse it
+                    retry=False,
+                )
             outcome = await self.reconcile(spec, full=full)
         except (*ACTIVITY_FAILED, PassFailed) as err:
             await self._failed(change, spec, err)
@@ -330,7 +358,7 @@ class Entity(Generic[SpecT, KindT]):
         else:
             self.st.applied_fingerprint = fp
             self.st.retry_at = None
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
             self.set_step("converged")
         await self._publish(change, outcome.conditions)
 
@@ -343,7 +371,7 @@ class Entity(Generic[SpecT, KindT]):
         self.st.last_error = message
         self.st.failures += 1
         if self.st.resync_at is None:  # even a resource that never converged is looked at again
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.st.config.resync_seconds)
+            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
         if retry:
             base = self.retry_interval(spec)
             backoff = min(
@@ -378,6 +406,7 @@ class Entity(Generic[SpecT, KindT]):
     async def _delete(self, change: ResourceChange, spec: SpecT) -> str | None:
         if self.wants_finalizer(spec) and (self.finalizer in change.finalizers or change.gone):
             self.set_step("deleting the cloud object")
+            await self.ops.announce(DELETING)
             try:
                 outcome = await self.finalize(spec)
             except (*ACTIVITY_FAILED, PassFailed) as err:
@@ -387,6 +416,8 @@ class Entity(Generic[SpecT, KindT]):
                 await self._requeue_delete(change, outcome)
                 return None
         await self.on_deleted(spec)
+        if self.finalizer in change.finalizers and not change.gone:  # the resource is still there to see it
+            await self.ops.flush(DELETED)
         await self._drop_finalizer(change)
         self.set_step("deleted")
         return "deleted"
@@ -432,12 +463,19 @@ class Entity(Generic[SpecT, KindT]):
         return await call(contract, arg, summary=summary)
 
     # ----- status and search attributes ---------------------------------------------------------
-    async def _publish(self, change: ResourceChange, conditions: list[ConditionState]) -> None:
+    async def _publish(
+        self, change: ResourceChange, conditions: list[ConditionState], *, generation: int | None = None
+    ) -> None:
+        """Write the status if it changed, then record the Event the change deserves (if any).
+        `generation`: the observedGeneration to report (default: the change's; a paused pass keeps the last
+        reconciled one)."""
+        before = self.ops.ready(self.st.conditions)
         merged = merge_conditions(self.st.conditions, conditions, workflow.now())
         self.st.conditions = merged
+        observed = change.generation if generation is None else generation
         base = StatusBase(
-            observed_generation=change.generation,
-            conditions=api_conditions(merged, change.generation, workflow.now()),
+            observed_generation=observed,
+            conditions=api_conditions(merged, observed, workflow.now()),
         )
         patch = status_patch(self.status(base), self.st.written_status)
         if patch is not None:
@@ -454,6 +492,7 @@ class Entity(Generic[SpecT, KindT]):
                 change.gone = True
             self.st.written_status = body
         self._upsert_search_attributes(merged)
+        await self.ops.record(before, self.ops.ready(merged))
 
     def _upsert_search_attributes(self, conditions: list[ConditionState]) -> None:
         if not self.st.config.upsert_search_attributes or not conditions:

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.state import LoadBalancerState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
+    from osprov.workflows.event_recorder import note
     from osprov.workflows.loadbalancer_decisions import (
         Decision,
         Done,
@@ -163,6 +164,7 @@ class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
             self.k.realised = True  # from here on, delete must look in the cloud
             lb = await call(io.CREATE_LOAD_BALANCER, a, summary=d.step)
             self.k.load_balancer_id, self.k.vip_address = lb.id, lb.vip_address
+            self.event(note("Created", f"created Octavia load balancer {a.name}"))
             return
         await call(MUTATIONS[type(a)], a, summary=d.step)
 

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.state import ServerState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase, error_type, failure_message
+    from osprov.workflows.event_recorder import note
     from osprov.workflows.rebuild import (
         Action,
         Observation,
@@ -229,6 +230,7 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
             )
         self.k.creates = creates + 1
         self.set_step(f"creating {name}")
+        self.event(note("Created", f"creating Nova server {name} from image {spec.image_id}"))
         return await call(
             io.CREATE_SERVER,
             io.CreateServer(
@@ -350,6 +352,7 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
                 retry=SUBMIT_ONCE,
                 timeout=SUBMIT_TIMEOUT,
             )
+            self.event(note("Updated", f"rebuild of server {server_id} to image {image_id} submitted"))
         except ActivityError as err:
             kind = error_type(err)
             if kind == CONFLICT:  # pre-acceptance: another action holds the task; wait silently

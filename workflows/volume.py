@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.state import VolumeState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
+    from osprov.workflows.event_recorder import note
     from osprov.workflows.volume_decisions import (
         DELETE_WAIT,
         ERROR_LOG,
@@ -112,9 +113,11 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
                 obs = replace(obs, lookup=lookup)
             elif isinstance(a, io.CreateVolume):
                 made = await call(io.CREATE_VOLUME, a, summary=d.step)
+                self.event(note("Created", f"created Cinder volume {a.name} ({a.size} GiB)"))
                 obs = replace(obs, volume=made)
             elif isinstance(a, io.UpdateMetadata):
                 await call(io.UPDATE_METADATA, a, summary=d.step)
+                self.event(note("Updated", d.what))
                 obs = replace(obs, volume=self._found(obs))
             elif isinstance(a, io.DeleteVolume):
                 await call(io.DELETE_VOLUME, a, summary=d.step)

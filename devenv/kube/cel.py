@@ -74,6 +74,65 @@ def _to_cel(value: Any) -> Any:
     return celpy.json_to_cel(value)
 
 
+# apiserver/pkg/cel/escaping.go: a declared property whose name is a CEL keyword, or holds "__", ".", "-" or
+# "/", is reached in a rule by its escaped name (`self.__import__`, `self.foo__dash__bar`). Map keys (maps
+# declared by additionalProperties) are data, not properties, and keep their names.
+CEL_RESERVED = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+
+
+def escape_property(name: str) -> str:
+    if name in CEL_RESERVED:
+        return f"__{name}__"
+    for raw, escaped in (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"), ("/", "__slash__")):
+        name = name.replace(raw, escaped)
+    return name
+
+
+def _escaped(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` with its declared properties renamed as a rule sees them."""
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in props:
+                out[escape_property(key)] = (
+                    _escaped(item, props[key]) if isinstance(props[key], dict) else item
+                )
+            elif isinstance(additional, dict):
+                out[key] = _escaped(item, additional)
+            else:
+                out[key] = item
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_escaped(item, schema["items"]) for item in value]
+    return value
+
+
 def _rules(schema: dict[str, Any]) -> list[dict[str, Any]]:
     rules = schema.get("x-kubernetes-validations") if isinstance(schema, dict) else None
     return rules if isinstance(rules, list) else []
@@ -141,7 +200,13 @@ def _walk(value: Any, old: Any, schema: dict[str, Any], path: tuple[str, ...], c
         return
     rules = _rules(schema)
     if rules:
-        _check_rules(value, old, rules, path, causes)
+        _check_rules(
+            _escaped(value, schema),
+            _escaped(old, schema) if old is not _MISSING else old,
+            rules,
+            path,
+            causes,
+        )
     if isinstance(value, dict):
         props: dict[str, Any] = schema.get("properties") or {}
         additional = schema.get("additionalProperties")

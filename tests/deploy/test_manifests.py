@@ -124,15 +124,14 @@ def test_kustomization_lists_every_crd_and_manifest() -> None:
         assert (REPO / "deploy" / item).exists(), item
 
 
-def test_roles_create_and_delete_nothing_but_the_bridge_lease() -> None:
+def test_roles_create_and_delete_nothing_but_the_bridge_lease_and_the_worker_events() -> None:
+    allowed = {
+        ("osprov-bridge", "create", "coordination.k8s.io", "leases"),
+        ("osprov-worker", "create", "events.k8s.io", "events"),
+    }
     for g in rbac.grants():
         if g.verb in {"create", "delete", "deletecollection", "*"}:
-            assert (g.role, g.verb, g.group, g.resource) == (
-                "osprov-bridge",
-                "create",
-                "coordination.k8s.io",
-                "leases",
-            ), g
+            assert (g.role, g.verb, g.group, g.resource) in allowed, g
 
 
 def test_roles_grant_every_kind_alike() -> None:

@@ -3,8 +3,10 @@ nothing is called that the Roles do not grant, and nothing is granted that no ca
 for Secrets as metadata only (PartialObjectMetadata) and so never receives their data.
 
 The calls come from the emulator's audit log of this module's run: a Domain and a User with
-deletionPolicy delete (finalizers added and removed, status written, a password Secret read) with the
-bridge watching every kind and holding its Lease.
+deletionPolicy delete (finalizers added and removed, status written, a password Secret read, Events
+recorded) with the bridge watching every kind and holding its Lease. The Domain is paused, changed, resumed
+and paused again on the way (issue 15): nothing reaches Keystone while it is paused, and the second pause
+is the same Event again, so its series is patched (the Events grant's second verb).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator, run_emulator
 from devenv.testing import StackEnv
+from osprov.api.operations import PAUSED
 from tests.deploy import rbac
 from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
@@ -57,11 +61,64 @@ def calls_like(emulator: RunningEmulator, verb: str, resource: str) -> list[dict
     return [x for x in audit_lines(emulator) if x["verb"] == verb and x["resource"] == resource]
 
 
+def annotate(osprov: Osprov, kind: str, name: str, annotations: dict[str, str | None]) -> None:
+    from osprov.api.registry import kind_info
+
+    info = kind_info(kind)
+    osprov.custom.patch_namespaced_custom_object(
+        info.group,
+        info.version,
+        osprov.namespace,
+        info.plural,
+        name,
+        {"metadata": {"annotations": annotations}},
+        _content_type="application/merge-patch+json",
+    )
+
+
+def events_about(osprov: Osprov, name: str) -> list[client.EventsV1Event]:
+    listed = client.EventsV1Api(osprov.kube).list_namespaced_event(osprov.namespace)
+    return [e for e in listed.items if e.regarding is not None and e.regarding.name == name]
+
+
+def series_count(event: client.EventsV1Event) -> int:
+    return event.series.count if event.series is not None else 1
+
+
+def pause_and_resume(osprov: Osprov, name: str) -> None:
+    """Paused: a spec change reaches nothing; resumed: it converges; paused again: the same Event, count 2."""
+    osprov.wait_ready("Domain", "rbac-domain")
+    annotate(osprov, "Domain", "rbac-domain", {PAUSED: "true"})
+    osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete", "description": "later"})
+    wait_for(
+        lambda: (
+            (osprov.condition("Domain", "rbac-domain") or {}).get("reason") == "Paused"
+            and "generation 2 is not applied"
+            in (osprov.condition("Domain", "rbac-domain") or {}).get("message", "")
+        ),
+        "the Domain paused with generation 2 pending",
+    )
+    conn = admin_connection(osprov.stack)
+    assert conn.identity.find_domain(name).description != "later"  # type: ignore[union-attr]
+    annotate(osprov, "Domain", "rbac-domain", {PAUSED: None})
+    osprov.wait_ready("Domain", "rbac-domain", generation=2)
+    assert conn.identity.find_domain(name).description == "later"  # type: ignore[union-attr]
+    conn.close()
+    annotate(osprov, "Domain", "rbac-domain", {PAUSED: "true"})
+    wait_for(
+        lambda: [series_count(e) for e in events_about(osprov, "rbac-domain") if e.reason == "Paused"] == [2],
+        "the second pause patched the first pause's Event",
+    )
+    reasons = [e.reason for e in events_about(osprov, "rbac-domain")]
+    assert reasons[0] == "Created" and "Paused" in reasons, reasons
+    annotate(osprov, "Domain", "rbac-domain", {PAUSED: None})
+
+
 def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator: RunningEmulator) -> None:
     name = f"rbac-{uuid.uuid4().hex[:8]}"
     osprov.create_secret("rbac-pw", {"OS_PASSWORD": "rbac-test-password-1"})
     osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete"})
-    osprov.wait_ready("Domain", "rbac-domain")
+    pause_and_resume(osprov, name)
     user = {"name": name, "domain": name, "deletionPolicy": "delete", "passwordSecret": {"name": "rbac-pw"}}
     osprov.apply("User", "rbac-user", user)
     osprov.wait_ready("User", "rbac-user")

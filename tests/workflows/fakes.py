@@ -14,7 +14,15 @@ from temporalio import activity
 from osprov.activities import errors, ownership
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
-from osprov.api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
+from osprov.api.kube_io import (
+    EventRecorded,
+    FinalizerChange,
+    PatchStatus,
+    RecordEvent,
+    SecretKey,
+    SecretVersion,
+    WriteResult,
+)
 
 
 @dataclass
@@ -24,6 +32,7 @@ class FakeCloud:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
     finalizers: list[str] = field(default_factory=list)
+    events: list[RecordEvent] = field(default_factory=list)  # Events recorded (creates and series patches)
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
     secrets: dict[str, str] = field(default_factory=dict)  # "ns/name/key" -> value (stays in the fake)
     passwords: dict[str, str] = field(default_factory=dict)  # user id -> password Keystone holds
@@ -43,6 +52,10 @@ class FakeCloud:
 
     def of(self, kind: str) -> list[io.KeystoneObject]:
         return sorted(self.objects.get(kind, {}).values(), key=lambda o: o.id)
+
+    def reasons(self, uid: str | None = None) -> list[str]:
+        """The reasons of the Events recorded (about one resource), in order; a series repeat counts again."""
+        return [e.event.reason for e in self.events if uid is None or e.obj.uid == uid]
 
     def count(self, name: str) -> int:
         return sum(1 for c in self.calls if c == name)
@@ -94,6 +107,11 @@ class FakeCloud:
             merged = cloud.status_by_uid.get(req.obj.uid, {}) | req.status  # a JSON merge patch, top level
             cloud.status_by_uid[req.obj.uid] = {k: v for k, v in merged.items() if v is not None}
             return WriteResult(exists=True, changed=True)
+
+        @activity.defn(name="kube.record_event")
+        async def record_event(req: RecordEvent) -> EventRecorded:
+            cloud.events.append(req)
+            return EventRecorded(recorded=True)
 
         @activity.defn(name="kube.add_finalizer")
         async def add_finalizer(req: FinalizerChange) -> WriteResult:
@@ -178,6 +196,7 @@ class FakeCloud:
             update,
             delete,
             patch_status,
+            record_event,
             add_finalizer,
             remove_finalizer,
             check_secret,

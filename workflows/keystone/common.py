@@ -25,7 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.state import ClaimsState, KeystoneState
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import Entity, KindT, Outcome, PassFailed, SpecT, StatusBase
+    from osprov.workflows.event_recorder import note
     from osprov.workflows.keystone import legacy
+    from osprov.workflows.keystone.binding import binding_of
 
 OWNERSHIP_PATCH = "keystone-ownership"
 # How long a pass waits for the objects' answers (each is a few Keystone calls away); longer means an
@@ -40,10 +42,12 @@ class KeystoneEntity(Entity[SpecT, KindT]):
     shows their answers (`status`)."""
 
     KEYSTONE_KIND: ClassVar[str]  # the Keystone type runs from before ownership deleted by ID (legacy)
+    OBSERVES = True  # managementPolicy unmanaged: the objects' workflows only observe (keystone/binding.py)
 
     def __init__(self) -> None:
         super().__init__()
         self._awaiting: int | None = None  # the claim seq a pass is waiting on (answers to it are expected)
+        self._fresh: list[ObjectResult] = []  # answers that brought news since the last render (Events)
 
     # ----- kind hooks ---------------------------------------------------------------------------
     def claims(self, spec: SpecT) -> Claims:
@@ -90,6 +94,8 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         if before is not None and result.seq < before.seq:
             return  # an answer to an older claim
         k.results[path] = result
+        if before != result:
+            self._fresh.append(result)
         if self._awaiting is None and result.outcome != "released" and before != result:
             self.kick()  # the object's answer changed on its own: show it
 
@@ -130,6 +136,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
                         deletion_policy=spec.deletion_policy.value,
                         seq=seq,
                         full=full,
+                        binding=binding_of(spec),
                     ),
                     summary=f"declare {key} to its workflow",
                 )
@@ -155,18 +162,39 @@ class KeystoneEntity(Entity[SpecT, KindT]):
 
     def render(self, results: list[ObjectResult]) -> Outcome:
         """The Ready condition from the answers: the first problem, or everything that was done."""
+        self._report(results)
         for outcome, reason, retry in (
             ("conflict", "Conflict", False),
+            ("refused", "ImportNotAllowed", False),  # until the operator's allow-list changes (resync)
             ("error", ReadyReason.RECONCILE_ERROR.value, True),
             ("waiting", ReadyReason.RECONCILE_ERROR.value, False),  # woken when the dependency appears
         ):
             problem = next((r for r in results if r.outcome == outcome), None)
             if problem is not None:
                 raise PassFailed(problem.message, reason=reason, retry=retry)
-        adopted = any(r.outcome == "adopted" for r in results)
-        reason = "Adopted" if adopted else ReadyReason.RECONCILED.value
+        outcomes = {r.outcome for r in results}
+        reason = (
+            "Adopted"
+            if "adopted" in outcomes
+            else "Observed"
+            if outcomes == {"observed"}
+            else ReadyReason.RECONCILED.value
+        )
         message = "; ".join(r.message for r in results)
         return Outcome(conditions=[ConditionState.of(READY, True, reason, message)])
+
+    def _report(self, results: list[ObjectResult]) -> None:
+        """Events for what the objects' workflows did since the last render: created, updated, or waiting
+        on a dependency (the rest shows as a transition of the Ready condition)."""
+        paths = {r.key.path for r in results}
+        fresh, self._fresh = [r for r in self._fresh if r.key.path in paths], []
+        for action, reason in (("created", "Created"), ("updated", "Updated")):
+            done = [r.message for r in fresh if r.action == action]
+            if done:
+                self.event(note(reason, "; ".join(done)))
+        waiting = next((r for r in fresh if r.outcome == "waiting"), None)
+        if waiting is not None:
+            self.event(note("Waiting", waiting.message))
 
     # ----- deletion -----------------------------------------------------------------------------
     async def finalize(self, spec: SpecT) -> None:

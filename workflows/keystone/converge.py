@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, error_type
     from osprov.workflows.keystone import actuators as act
+    from osprov.workflows.keystone import binding
 
 
 class Converger:
@@ -31,6 +32,7 @@ class Converger:
         self.password = ""
         self.duplicates: list[str] = []
         self.drift: list[str] = []
+        self.current: dict[str, Any] = {}  # the object's fields as observed this step
 
     @property
     def key(self) -> own.ObjectKey:
@@ -44,19 +46,24 @@ class Converger:
 
     async def run(self) -> dict[str, ObjectResult]:
         s = self.s
-        primary = s.claims[0] if s.claims else None
+        primary = binding.writer(s.claims)  # observers never write (workflows/keystone/binding.py)
         current = await self._observe()
-        if current is None and primary is not None:
+        if current is None and s.claims:
+            maker = binding.creator(s.claims)
+            if maker is None:  # everyone imports or observes: only someone outside osprov can create it
+                outcome, message = binding.missing(self.key, s.claims)
+                return self._all(outcome, message)  # type: ignore[arg-type]
             if s.policy is not None and s.policy.protected:
                 return self._all(
                     "error", f"{self.key} does not exist, and it is protected: osprov never creates it"
                 )
-            current = await self._create(primary)
+            current = await self._create(maker)
         if current is None:
             return {}
+        self.current = current
         if primary is not None:
             await self._converge(primary, current)
-        return {c.claimant.workflow_id: self._answer(c, primary) for c in s.claims if primary is not None}
+        return {c.claimant.workflow_id: self._answer(c, primary) for c in s.claims}
 
     # ----- observe and create ---------------------------------------------------------------------
     async def _observe(self) -> dict[str, Any] | None:
@@ -69,14 +76,23 @@ class Converger:
             self._seen(found is not None, None)
             return found
         lookup = act.lookup(self.key, s.parent_ids)
-        if s.id:
+        pinned = binding.pinned_id(s.claims)  # an import by ID: that object or none
+        known = pinned or s.id
+        if known:
             by_id = await call_local(
-                io.FIND, io.Find(kind=lookup.kind, filters={"id": s.id}), summary=f"read {self.key} ({s.id})"
+                io.FIND,
+                io.Find(kind=lookup.kind, filters={"id": known}),
+                summary=f"read {self.key} ({known})",
             )
-            matches = [o for o in by_id if all(o.fields.get(k) == v for k, v in lookup.filters.items())]
+            matches = [
+                o
+                for o in by_id
+                if all(o.fields.get(k) == v for k, v in lookup.filters.items())
+                and (not pinned or lookup.name is None or o.fields.get("name") == lookup.name)
+            ]
         else:
             matches = []
-        if not matches:
+        if not matches and not pinned:
             matches = await call_local(io.FIND, lookup, summary=f"find {self.key}")
         self.duplicates = [o.id for o in matches[1:]]
         obj = matches[0] if matches else None
@@ -212,14 +228,28 @@ class Converger:
     def _all(self, outcome: own.Outcome, message: str) -> dict[str, ObjectResult]:
         return {c.claimant.workflow_id: self._make(c, outcome, message) for c in self.s.claims}
 
-    def _make(self, claim: Claim, outcome: own.Outcome, message: str) -> ObjectResult:
+    def _make(self, claim: Claim, outcome: own.Outcome, message: str, action: Any = None) -> ObjectResult:
         s = self.s
         return ObjectResult(
-            key=s.key, seq=claim.seq, outcome=outcome, message=message, id=s.id, origin=s.origin
+            key=s.key,
+            seq=claim.seq,
+            outcome=outcome,
+            message=message,
+            id=s.id,
+            origin=s.origin,
+            action=action,
         )
 
-    def _answer(self, claim: Claim, primary: Claim) -> ObjectResult:
+    def _answer(self, claim: Claim, primary: Claim | None) -> ObjectResult:
         s = self.s
+        if claim.binding.observe or primary is None:
+            drift = (
+                []
+                if self.key.kind == "grant"
+                else sorted(act.drift(self.current, act.managed(claim.desired, s.parent_ids)))
+            )
+            extras = [f"duplicates not adopted: {', '.join(self.duplicates)}"] if self.duplicates else []
+            return self._make(claim, "observed", binding.observed(s.key, drift, extras))
         if claim is not primary:
             fields = act.disagreement(primary.desired, claim.desired)
             if fields:
@@ -230,6 +260,8 @@ class Converger:
                     "osprov applies the first declaration and writes nothing for this one",
                 )
         policy = s.policy or own.Policy()
+        if claim.binding.imported and not self.writable:
+            return self._make(claim, "refused", binding.refused(s.key, policy))
         extras = [x for x in (self.password,) if x]
         if self.duplicates:
             extras.append(f"duplicates not adopted: {', '.join(self.duplicates)}")
@@ -250,4 +282,5 @@ class Converger:
         what = {"created": f"created {s.key}", "updated": f"updated {s.key}"}.get(
             self.done, f"{s.key} is up to date"
         )
-        return self._make(claim, "ready", what + tail)
+        action = self.done if self.done != "unchanged" and claim is primary else None
+        return self._make(claim, "ready", what + tail, action)

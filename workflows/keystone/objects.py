@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
     from osprov.workflows.keystone import actuators as act
+    from osprov.workflows.keystone import binding
     from osprov.workflows.keystone.converge import Converger
 
 MAX_PASSES_PER_RUN = 500
@@ -152,7 +153,9 @@ class KeystoneObjectWorkflow:
 
     def _recheck_after(self) -> float | None:
         s = self.st
-        if s.present or not s.watchers or s.claims:
+        # Absent and awaited by dependents, or by claimants none of whom may create it (imports, observers).
+        outside = binding.waits_for_outside(s.claims) or (not s.claims and bool(s.watchers))
+        if s.present or not outside:
             self._absent_checks = 0
             return None
         delay = min(ABSENT_RECHECK_FIRST * 2.0**self._absent_checks, ABSENT_RECHECK_MAX)
@@ -166,7 +169,9 @@ class KeystoneObjectWorkflow:
 
     def _primary_desired(self) -> own.Desired | None:
         s = self.s
-        return s.claims[0].desired if s is not None and s.claims else None
+        if s is None or not s.claims:
+            return None
+        return (binding.writer(s.claims) or s.claims[0]).desired
 
     # ----- one step -----------------------------------------------------------------------------
     async def _step(self) -> None:
