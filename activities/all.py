@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from osprov.activities import cinder, keystone, kube, neutron, nova, octavia, ownership
+from osprov.activities import (
+    cinder,
+    inventory_cloud,
+    inventory_kube,
+    keystone,
+    kube,
+    neutron,
+    nova,
+    octavia,
+    ownership,
+)
 
 ACTIVITIES: list[Any] = [
     *kube.ACTIVITIES,
@@ -14,4 +24,6 @@ ACTIVITIES: list[Any] = [
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,
+    *inventory_cloud.ACTIVITIES,
+    *inventory_kube.ACTIVITIES,
 ]

@@ -6,10 +6,13 @@ size and class (CEL transition rules) instead of silently ignoring them.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Self
+
+from pydantic import ConfigDict, Field, model_validator
 
 from osprov.api.common import CloudSpec, CloudStatus
 from osprov.api.limits import Tags, immutable_if_set
+from osprov.api.region import ObjectName
 
 CINDER_GROUP = "cinder.osh.openstack.org"
 # Cinder's largest volume size (cinder/api/validation/parameter_types.py `volume_size`: DB_MAX_INT).
@@ -19,6 +22,10 @@ SIZE_IMMUTABLE_MESSAGE = "spec.size cannot change: resizing a volume is not supp
 CLASS_IMMUTABLE_MESSAGE = (
     "spec.volumeClassID cannot change: retyping a volume is not supported; create a new Volume"
 )
+VOLUME_CLASS_IMMUTABLE_MESSAGE = (
+    "spec.volumeClass cannot change: retyping a volume is not supported; create a new Volume"
+)
+ONE_CLASS_MESSAGE = "set spec.volumeClass or spec.volumeClassID, not both (volumeClassID is the older form)"
 
 
 class VolumeSpec(CloudSpec):
@@ -27,7 +34,11 @@ class VolumeSpec(CloudSpec):
     # Spec level, so adding or removing volumeClassID is caught as well as changing it.
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE)]
+            "x-kubernetes-validations": [
+                immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE),
+                immutable_if_set("volumeClass", VOLUME_CLASS_IMMUTABLE_MESSAGE),
+                {"rule": "!(has(self.volumeClass) && has(self.volumeClassID))", "message": ONE_CLASS_MESSAGE},
+            ]
         }
     )
 
@@ -44,8 +55,23 @@ class VolumeSpec(CloudSpec):
         alias="volumeClassID",
         min_length=1,
         max_length=255,
-        description="Volume class: the ID of the Cinder volume type. Unset: Cinder's default type. Immutable.",
+        description="The ID of the Cinder volume type (the older form of volumeClass: with the region "
+        "inventory on, it must be the volume type of an offered VolumeClass, within its size bounds). Unset: "
+        "Cinder's default type. Immutable.",
     )
+    volume_class: ObjectName | None = Field(
+        default=None,
+        alias="volumeClass",
+        description="Name of a VolumeClass (`kubectl get volumeclasses`): the volume is created with its "
+        "Cinder volume type, once the class is found offered and spec.size within its bounds. Immutable.",
+    )
+
+    @model_validator(mode="after")
+    def _one_class(self) -> Self:
+        if self.volume_class is not None and self.volume_class_id is not None:
+            raise ValueError(ONE_CLASS_MESSAGE)
+        return self
+
     tags: Tags = Field(
         default_factory=dict,
         description="User tags (at most 32; keys of at most 244 letters, digits, spaces or - _ : .; values of at "

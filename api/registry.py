@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from osprov.api import cinder, keystone, nova, octavia
+from osprov.api import cinder, keystone, nova, octavia, region
 from osprov.api.common import CamelModel, StatusModel
+from osprov.api.inventory_config import InventoryConfigSpec
 
 READY = "Ready"  # readiness condition of the Keystone kinds
 AVAILABLE = "Available"  # readiness condition of the cloud kinds
@@ -211,3 +212,114 @@ def kind_info(kind: str) -> KindInfo:
         return KINDS[kind]
     except KeyError:
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}") from None
+
+
+# --- the region inventory (api/region.py): cluster-scoped, written by the inventory workflows only ------
+
+
+@dataclass(frozen=True)
+class InventoryKindInfo:
+    """A cluster-scoped kind of region.osh.openstack.org: no status, no workflow per object, not watched by
+    the bridge. `worker_verbs` is what the worker's ClusterRole grants on it (deploy/rbac.yaml; the Helm
+    chart reads it from the CRD's annotation, so the two cannot drift)."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    spec_model: type[CamelModel]
+    columns: tuple[PrinterColumn, ...]
+    worker_verbs: tuple[str, ...]
+    description: str
+    published: bool = True  # an inventory (Flavor, VolumeClass, Image), not the operator's configuration
+    group: str = region.REGION_GROUP
+    version: str = region.REGION_VERSION
+    categories: tuple[str, ...] = ("region",)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def printer_columns(self) -> tuple[PrinterColumn, ...]:
+        return (*self.columns, PrinterColumn("Age", "date", ".metadata.creationTimestamp"))
+
+
+# Published kinds: the sync lists, reads (before a replace), creates, replaces and deletes them; the Server
+# check reads an Image by name, the Volume check lists VolumeClasses.
+PUBLISHED_VERBS = ("get", "list", "create", "update", "delete")
+
+INVENTORY_KINDS: tuple[InventoryKindInfo, ...] = (
+    InventoryKindInfo(
+        "Flavor",
+        "flavors",
+        ("osflavor",),
+        region.FlavorSpec,
+        (
+            PrinterColumn("Nova-Name", "string", ".spec.name", "Nova flavor name"),
+            PrinterColumn("Arch", "string", ".spec.architecture", "CPU architecture"),
+            PrinterColumn("vCPUs", "integer", ".spec.vcpus"),
+            PrinterColumn("RAM-MiB", "integer", ".spec.memoryMiB", "Memory in MiB"),
+            PrinterColumn("Disk-GiB", "integer", ".spec.diskGiB", "Root disk in GiB"),
+            PrinterColumn("Baremetal", "boolean", ".spec.baremetal"),
+            PrinterColumn("GPU", "string", ".spec.gpu.model", "GPU model"),
+            PrinterColumn("GPUs", "integer", ".spec.gpu.count", "GPUs per server"),
+            PrinterColumn("ID", "string", ".spec.id", "Nova flavor ID", priority=1),
+        ),
+        PUBLISHED_VERBS,
+        "A Nova flavor this region offers (read only: published by osprov's inventory).",
+    ),
+    InventoryKindInfo(
+        "VolumeClass",
+        "volumeclasses",
+        ("osvc",),
+        region.VolumeClassSpec,
+        (
+            PrinterColumn("Volume-Type", "string", ".spec.volumeType", "Cinder volume type"),
+            PrinterColumn("Min-GiB", "integer", ".spec.minCapacityGiB", "Smallest volume size"),
+            PrinterColumn("Max-GiB", "integer", ".spec.maxCapacityGiB", "Largest volume size"),
+            PrinterColumn("Media", "string", ".spec.media"),
+            PrinterColumn("Encrypted", "boolean", ".spec.encrypted"),
+            PrinterColumn("ID", "string", ".spec.volumeTypeID", "Cinder volume type ID", priority=1),
+        ),
+        PUBLISHED_VERBS,
+        "A Cinder volume type this region offers (read only: published by osprov's inventory).",
+    ),
+    InventoryKindInfo(
+        "Image",
+        "images",
+        ("osimage",),
+        region.ImageSpec,
+        (
+            PrinterColumn("Glance-Name", "string", ".spec.name", "Glance image name"),
+            PrinterColumn("Arch", "string", ".spec.architecture", "CPU architecture"),
+            PrinterColumn("OS", "string", ".spec.os.distro", "Distribution"),
+            PrinterColumn("Version", "string", ".spec.os.version", "Distribution release"),
+            PrinterColumn("GPU", "string", ".spec.gpu.vendor", "GPU vendor"),
+            PrinterColumn("Verified", "boolean", ".spec.verified", "Signature verified"),
+            PrinterColumn("Virtualization", "string", ".spec.virtualization", priority=1),
+        ),
+        PUBLISHED_VERBS,
+        "A Glance image this region offers (read only: published by osprov's inventory); its name is the "
+        "Glance image ID.",
+    ),
+)
+INVENTORY_CONFIG = InventoryKindInfo(
+    "InventoryConfig",
+    "inventoryconfigs",
+    ("osinv",),
+    InventoryConfigSpec,
+    (),
+    ("get",),  # only the object named by OSPROV_INVENTORY_CONFIG (resourceNames)
+    "The operator's configuration of osprov's region inventory (docs/inventory.md).",
+    published=False,
+)
+CLUSTER_KINDS: tuple[InventoryKindInfo, ...] = (*INVENTORY_KINDS, INVENTORY_CONFIG)
+INVENTORY: dict[str, InventoryKindInfo] = {info.kind: info for info in INVENTORY_KINDS}

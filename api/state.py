@@ -95,3 +95,4 @@ class ServerState(KindState):
     step: str | None = None  # the decision a requeued pass waits on (shown instead of "idle")
     waits: int = 0  # re-checks in a row while waiting on Nova (the wait backoff exponent)
     delete_sent: list[str] = Field(default_factory=list)  # IDs finalize asked Nova to delete (sent once)
+    offered_image: str | None = None  # the last spec.imageID found offered by the region inventory

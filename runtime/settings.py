@@ -56,6 +56,13 @@ class Settings:
     temporal_tls_server_name: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_TLS_SERVER_NAME", ""))
     temporal_api_key: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY", ""), repr=False)
     temporal_api_key_file: str = field(default_factory=lambda: _env("OSPROV_TEMPORAL_API_KEY_FILE", ""))
+    # The region inventory (docs/inventory.md): the name of the cluster-scoped InventoryConfig the worker
+    # publishes Flavors, VolumeClasses and Images for, and checks Volumes and Servers against; empty: no
+    # inventory (no Schedules, no checks). The Schedules run each inventory every interval.
+    inventory_config: str = field(default_factory=lambda: _env("OSPROV_INVENTORY_CONFIG", ""))
+    inventory_interval_seconds: float = field(
+        default_factory=lambda: float(_env("OSPROV_INVENTORY_INTERVAL_SECONDS", "300"))
+    )
     # Health endpoints (/healthz, /readyz) of the worker and the bridge; 0 = not served.
     health_port: int = field(default_factory=lambda: int(_env("OSPROV_HEALTH_PORT", "0")))
     # Liveness means progress: a bridge watch with no event, bookmark or completed request, or a worker

@@ -17,6 +17,7 @@ from datetime import timedelta
 import temporalio.activity
 import temporalio.workflow
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -25,6 +26,7 @@ from osprov.runtime import logs
 from osprov.runtime.codec import CodecConfigError
 from osprov.runtime.settings import Settings
 from osprov.runtime.temporal import TransportConfigError, connect
+from osprov.worker import schedules
 from osprov.worker.health import PollerHealth
 from osprov.worker.interceptor import LogContextInterceptor
 
@@ -71,6 +73,11 @@ async def run(settings: Settings) -> int:
         client = await connect(settings)
     except (CodecConfigError, TransportConfigError) as err:
         log.error("worker refuses to start", error=str(err))  # the messages name variables, never values
+        return 2
+    try:
+        await schedules.ensure(client, settings)  # the region inventory (docs/inventory.md), if configured
+    except RPCError as err:
+        log.error("worker refuses to start: cannot create the inventory schedules", error=str(err))
         return 2
     with ThreadPoolExecutor(max_workers=settings.activity_threads, thread_name_prefix="activity") as executor:
         worker = build_worker(client, settings, executor)

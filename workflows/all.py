@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from osprov.workflows.inventory.workflow import INVENTORY_WORKFLOWS
 from osprov.workflows.keystone.domain import DomainWorkflow
 from osprov.workflows.keystone.endpoint import EndpointWorkflow
 from osprov.workflows.keystone.group import GroupWorkflow
@@ -28,5 +29,8 @@ WORKFLOWS: list[type] = [
     VolumeWorkflow,
     LoadBalancerWorkflow,
     KeystoneObjectWorkflow,
+    *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)
 ]
-BY_KIND: dict[str, type] = {wf.KIND: wf for wf in WORKFLOWS if hasattr(wf, "KIND")}  # resource kinds
+BY_KIND: dict[str, type] = {  # resource kinds
+    wf.KIND: wf for wf in WORKFLOWS if hasattr(wf, "KIND") and wf not in INVENTORY_WORKFLOWS.values()
+}

@@ -21,6 +21,7 @@ from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from osprov.api import inventory_io
     from osprov.api import nova_io as io
     from osprov.api import search_attributes as sa
     from osprov.api.common import AvailableReason
@@ -29,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec, ServerStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import ServerState
-    from osprov.workflows.calls import call
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.event_recorder import note
     from osprov.workflows.rebuild import (
@@ -54,6 +55,9 @@ PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write duri
 # Deleting as passes of the entity loop, one read each (new commands: the loop's timer, no GET poll).
 PATCH_FINALIZE_REQUEUE = "server-finalize-requeue"
 PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace the Server"
+# spec.imageID (create and rebuild targets alike) is checked against the region inventory before any Nova
+# call (a new local activity).
+PATCH_IMAGE_CHECK = "server-image-check"
 
 _HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
     "ACTIVE": (True, HealthyReason.HEALTHY),
@@ -172,6 +176,7 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
 
     # ----- one pass ------------------------------------------------------------------------------
     async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
+        await self.check_image(spec)
         project = self.project(spec)
         read = await self.observe(spec, project)
         if read is None:  # a failed pre-boot server is being deleted before it is recreated
@@ -187,6 +192,26 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
             return self.provisioning(f"server {read.id} is {read.status}; waiting for its first boot", health)
         await self.ensure_metadata(spec, project, read)
         return await self.rebuild_pass(spec, project, obs, health)
+
+    async def check_image(self, spec: ServerSpec) -> None:
+        """Before any Nova call: the image is one the region inventory offers (each image once: a server
+        keeps running an image that is withdrawn later; a new target is checked before it is rebuilt to)."""
+        if not workflow.patched(PATCH_IMAGE_CHECK) or self.k.offered_image == spec.image_id:
+            return
+        offer = await call_local(
+            inventory_io.OFFERED_IMAGE,
+            inventory_io.OfferQuery(image_id=spec.image_id),
+            summary=f"check image {spec.image_id} against the region's Images",
+        )
+        if offer.enabled and not offer.image_offered:
+            self.set_step("refused: the image is not offered")
+            raise PassFailed(
+                f"spec.imageID {spec.image_id!r} is not an Image this region offers (`kubectl get images`; "
+                "an image that is not public and active, whose properties are invalid or whose signature "
+                "does not verify is not offered); choose an offered image — no Nova call was made",
+                reason=AvailableReason.ERRORED,
+            )
+        self.k.offered_image = spec.image_id
 
     async def get(self, project: io.Project, server_id: str) -> io.ServerRead | None:
         """One fresh GET /servers/{id} (None: gone)."""

@@ -18,12 +18,13 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import cinder_io as io
+    from osprov.api import inventory_io
     from osprov.api.cinder import VolumeSpec, VolumeStatus
     from osprov.api.common import AvailableReason
     from osprov.api.messages import ConditionState, EntityInput
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import VolumeState
-    from osprov.workflows.calls import call
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
     from osprov.workflows.volume_decisions import (
@@ -53,6 +54,8 @@ MAX_DELETE_POLLS = 30
 # Deleting as passes of the entity loop: one read per pass, requeued (new commands: the loop's timer and
 # the Deprovisioning status written at the first re-check).
 PATCH_FINALIZE_REQUEUE = "volume-finalize-requeue"
+# C0: the volume class is checked against the region inventory before any Cinder call (a new local activity).
+PATCH_CLASS_CHECK = "volume-class-check"
 
 
 def poll_delay(polls: int) -> float:
@@ -82,7 +85,12 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
             "uid": ref.uid,
             "project": f"{spec.project.domain}/{spec.project.name}",
         }
-        return Target(name=io.volume_name(ref.uid), system=system)
+        return Target(
+            name=io.volume_name(ref.uid),
+            system=system,
+            check_class=workflow.patched(PATCH_CLASS_CHECK),
+            volume_known=self.k.volume_id is not None,
+        )
 
     def status(self, base: StatusBase) -> VolumeStatus:
         return VolumeStatus(**base, volume_id=self.k.volume_id, size=self.k.size)
@@ -108,7 +116,10 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
                 if a.log:  # operator log only: Cinder's statuses and IDs never reach the status
                     self._log(a.log, a.volumes)
                 raise PassFailed(a.message, reason=a.reason.value)
-            if isinstance(a, io.FindVolumes):
+            if isinstance(a, inventory_io.OfferQuery):
+                offer = await call_local(inventory_io.OFFERED_VOLUME_CLASSES, a, summary=d.step)
+                obs = replace(obs, offer=offer)
+            elif isinstance(a, io.FindVolumes):
                 lookup = await call(io.FIND_VOLUMES, a, summary=d.step)
                 obs = replace(obs, lookup=lookup)
             elif isinstance(a, io.CreateVolume):

@@ -6,6 +6,9 @@ again until a decision ends the pass. Every pass starts from a fresh read by the
 a crash between "create accepted" and "status written" adopts the volume instead of duplicating it.
 
 Create (reconcile):
+  C0 class not offered, size out of bounds -> Available=False/Errored, before any Cinder call, retried
+     (workflows/inventory/volume_classes.py rows K1-K6; for a new Volume before its first lookup, for one
+     whose volume vanished before it is created again)
   C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
   C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
   C3 no match                        -> create (user tags first, linkage keys last), then observe
@@ -31,12 +34,15 @@ from dataclasses import dataclass
 from osprov.api import cinder_io as io
 from osprov.api.cinder import VolumeSpec
 from osprov.api.common import AvailableReason
+from osprov.api.inventory_io import Offer, OfferQuery
+from osprov.workflows.inventory.volume_classes import check_class
 
 
 @dataclass(frozen=True)
 class Observation:
     lookup: io.VolumeLookup | None = None  # the exact-name read of this pass
     volume: io.Volume | None = None  # the volume this pass made (C3) or updated (C5)
+    offer: Offer | None = None  # C0: the VolumeClasses the region inventory publishes
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class Done:
 
 DELETE_WAIT = "waiting for Cinder to delete the volume"
 ERROR_LOG = "Cinder volume entered an error state"  # the operator log line of S2 and D5
-Call = io.FindVolumes | io.CreateVolume | io.UpdateMetadata | io.DeleteVolume
+Call = io.FindVolumes | io.CreateVolume | io.UpdateMetadata | io.DeleteVolume | OfferQuery
 Action = Call | Provisioned | Errored | Wait | Fail | Done
 
 
@@ -99,6 +105,8 @@ class Target:
 
     name: str
     system: dict[str, str]
+    check_class: bool = False  # C0 applies (runs started before the region inventory never check)
+    volume_known: bool = False  # a volume was seen: C0 only before creating it again
 
     @staticmethod
     def scope(spec: VolumeSpec) -> io.ProjectScope:
@@ -124,13 +132,34 @@ def _duplicates(target: Target, volumes: list[io.Volume], reason: AvailableReaso
     return Decision(rule, failed, f"more than one Cinder volume is named {target.name}")
 
 
-# --- create (C1…C5) and observe (S1…S3) -------------------------------------------------------------------
+def _class_check(spec: VolumeSpec, target: Target, obs: Observation) -> Decision | None:
+    """C0: the class asked for is offered and the size within its bounds (None: go on)."""
+    if not target.check_class or (spec.volume_class is None and spec.volume_class_id is None):
+        return None
+    if obs.offer is None:
+        return Decision("C0", OfferQuery(), "check the volume class against the region's VolumeClasses")
+    verdict = check_class(spec.volume_class, spec.volume_class_id, spec.size, obs.offer)
+    if verdict.ok:
+        return None
+    refused = Fail(verdict.message, AvailableReason.ERRORED)
+    return Decision("C0", refused, f"the volume class is refused ({verdict.rule}), no Cinder call made")
+
+
+def _volume_type(spec: VolumeSpec, obs: Observation) -> str | None:
+    """The Cinder volume type to create with: the offered class's, else volumeClassID as given."""
+    if obs.offer is None:
+        return spec.volume_class_id
+    return check_class(spec.volume_class, spec.volume_class_id, spec.size, obs.offer).volume_type
+
+
+# --- create (C0…C5) and observe (S1…S3) -------------------------------------------------------------------
 def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> Decision:
     """The next step of the create pass; `full`: the spec changed or the resync is due (C5 runs then)."""
     if obs.volume is not None:
         return observe(obs.volume)
     if obs.lookup is None:
-        return _find(spec, target, "C1")
+        checked = None if target.volume_known else _class_check(spec, target, obs)
+        return checked or _find(spec, target, "C1")
     if not obs.lookup.project_found:
         message = (
             f"{_where(spec)} does not exist in Keystone yet; create it (for example with a "
@@ -141,11 +170,14 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
     if len(volumes) > 1:
         return _duplicates(target, volumes, AvailableReason.ERRORED, "C2")
     if not volumes:
+        checked = _class_check(spec, target, obs)
+        if checked is not None:
+            return checked
         make = io.CreateVolume(
             scope=Target.scope(spec),
             name=target.name,
             size=spec.size,
-            volume_type=spec.volume_class_id,
+            volume_type=_volume_type(spec, obs),
             tags=spec.tags,
             system=target.system,
         )

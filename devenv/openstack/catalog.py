@@ -13,6 +13,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 from devenv.config import HOST, PORTS, Secrets
+from devenv.openstack import inventory
 from devenv.openstack.common import REGION, keystone_url
 
 SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia")
@@ -126,7 +127,8 @@ def _url(port: int, path: str) -> str:
 
 
 def bootstrap_resources(secrets: Secrets) -> None:
-    """Flavors, two small images, the VIP and external networks, the fake volume type."""
+    """Flavors, two small images, the VIP and external networks, the fake volume type; then what the
+    region inventory's tests need (devenv/openstack/inventory.py)."""
     sess = admin_session(secrets)
     project_id = sess.get_project_id()
     compute = {"OpenStack-API-Version": "compute 2.79"}
@@ -179,6 +181,7 @@ def bootstrap_resources(secrets: Secrets) -> None:
                 }
             },
         )
+    inventory.bootstrap(sess, VOLUME_TYPE)
 
 
 def _network(sess: ks_session.Session, name: str, subnet: str, cidr: str, extra: dict[str, Any]) -> None:

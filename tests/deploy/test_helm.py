@@ -65,7 +65,7 @@ def comparable(doc: Doc) -> Doc:
         pod["volumes"] = sorted(pod.get("volumes") or [], key=lambda v: v["name"])
         for container in pod["containers"]:
             container["volumeMounts"] = sorted(container.get("volumeMounts") or [], key=lambda m: m["name"])
-    if doc["kind"] == "Role":
+    if doc["kind"] in ("Role", "ClusterRole"):
         doc["rules"] = _rules(doc["rules"])
     return doc
 
@@ -89,16 +89,36 @@ def test_with_tls_the_chart_renders_the_temporal_tls_component(tmp_path: Path) -
 
 
 def test_the_rbac_rules_follow_the_crds_and_the_lease_name() -> None:
+    values = {"bridge": {"lease": {"name": "other"}}, "inventory": {"config": "region-a"}}
     roles = {
         d["metadata"]["name"]: _rules(d["rules"])
-        for d in helm_template({"bridge": {"lease": {"name": "other"}}})
-        if d["kind"] == "Role"
+        for d in helm_template(values)
+        if d["kind"] in ("Role", "ClusterRole")
     }
     crds = [d for d in helm_template() if d["kind"] == "CustomResourceDefinition"]
-    assert {(c["spec"]["group"], c["spec"]["names"]["plural"], "watch", ()) for c in crds} <= roles[
-        "osprov-bridge"
-    ]
+    namespaced = [c for c in crds if c["spec"]["scope"] == "Namespaced"]
+    watched = {(c["spec"]["group"], c["spec"]["names"]["plural"], "watch", ()) for c in namespaced}
+    assert watched <= roles["osprov-bridge"]
+    assert not any(
+        g == "region.osh.openstack.org" for g, *_ in roles["osprov-bridge"] | roles["osprov-worker"]
+    )
     assert ("coordination.k8s.io", "leases", "update", ("other",)) in roles["osprov-bridge"]
+    # The inventory: what each CRD's annotation names, and the configured InventoryConfig only.
+    annotated = {
+        (c["spec"]["group"], c["spec"]["names"]["plural"], verb, ())
+        for c in crds
+        for verb in c["metadata"]["annotations"].get("region.osh.openstack.org/worker-verbs", "").split(",")
+        if verb
+    }
+    config = ("region.osh.openstack.org", "inventoryconfigs", "get", ("region-a",))
+    assert roles["osprov-worker-inventory"] == annotated | {config}
+
+
+def test_without_an_inventory_config_the_chart_grants_nothing_cluster_wide() -> None:
+    docs = helm_template({"inventory": {"config": ""}})
+    assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    [settings] = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert settings["data"]["OSPROV_INVENTORY_CONFIG"] == ""
 
 
 def test_the_watched_namespace_defaults_to_the_release_namespace() -> None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from osprov.api.registry import ALL_KINDS
+from osprov.api.registry import ALL_KINDS, INVENTORY_CONFIG, INVENTORY_KINDS
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 from osprov.cli import BUILTIN
 from tests.deploy import rbac
@@ -66,7 +66,13 @@ def test_compose_has_the_services_and_wiring() -> None:
 
 
 # Variables only one of the two programs reads.
-WORKER_ONLY = {"OSPROV_ACTIVITY_THREADS", "OSPROV_WORKER_HEARTBEAT_SECONDS", "OSPROV_WORKFLOW_RUNNER"}
+WORKER_ONLY = {
+    "OSPROV_ACTIVITY_THREADS",
+    "OSPROV_WORKER_HEARTBEAT_SECONDS",
+    "OSPROV_WORKFLOW_RUNNER",
+    "OSPROV_INVENTORY_CONFIG",
+    "OSPROV_INVENTORY_INTERVAL_SECONDS",
+}
 BRIDGE_ONLY = {
     "OSPROV_LEASE_NAMESPACE",
     "OSPROV_LEASE_NAME",
@@ -124,14 +130,42 @@ def test_kustomization_lists_every_crd_and_manifest() -> None:
         assert (REPO / "deploy" / item).exists(), item
 
 
-def test_roles_create_and_delete_nothing_but_the_bridge_lease_and_the_worker_events() -> None:
+def test_roles_create_and_delete_nothing_but_the_bridge_lease_the_worker_events_and_the_inventory() -> None:
     allowed = {
         ("osprov-bridge", "create", "coordination.k8s.io", "leases"),
         ("osprov-worker", "create", "events.k8s.io", "events"),
     }
+    published = {(k.group, k.plural) for k in INVENTORY_KINDS}
     for g in rbac.grants():
         if g.verb in {"create", "delete", "deletecollection", "*"}:
+            if g.role == "osprov-worker" and (g.group, g.resource) in published:
+                assert g.verb != "deletecollection" and g.verb != "*", g
+                continue
             assert (g.role, g.verb, g.group, g.resource) in allowed, g
+
+
+def test_the_inventory_grants_are_the_registrys_and_users_only_read() -> None:
+    """The worker's verbs on each published kind are the registry's (which the CRD annotation carries to the
+    Helm chart), its InventoryConfig is only the configured one, and the users' role is read only."""
+    [config] = manifests("config.yaml")
+    granted = rbac.grants()
+    for k in INVENTORY_KINDS:
+        verbs = {
+            g.verb for g in granted if (g.role, g.group, g.resource) == ("osprov-worker", k.group, k.plural)
+        }
+        assert verbs == set(k.worker_verbs), k.kind
+        assert not any(g.role == "osprov-bridge" and g.inventory for g in granted)
+    configs = [g for g in granted if g.resource == INVENTORY_CONFIG.plural]
+    assert {(g.role, g.verb, g.names) for g in configs} == {
+        ("osprov-worker", "get", (config["data"]["OSPROV_INVENTORY_CONFIG"],))
+    }
+    [reader] = [d for d in manifests("rbac.yaml") if d["metadata"]["name"] == "osprov-region-reader"]
+    assert {v for rule in reader["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}
+    assert {r for rule in reader["rules"] for r in rule["resources"]} == {k.plural for k in INVENTORY_KINDS}
+    assert reader["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert not [
+        d for d in manifests("rbac.yaml") if d.get("roleRef", {}).get("name") == "osprov-region-reader"
+    ]
 
 
 def test_roles_grant_every_kind_alike() -> None:

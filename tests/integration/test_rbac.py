@@ -135,7 +135,9 @@ def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator:
     wait_for(lambda: calls_like(emulator, "update", "leases"), "a Lease renewal in the audit log")
     calls = [rbac.call_of(line) for line in audit_lines(emulator)]
     assert rbac.denied(calls) == []
-    assert rbac.unused(calls) == []
+    # The region inventory's grants are used only with an InventoryConfig and a cloud to list:
+    # tests/integration/test_inventory.py checks them, both ways, on its own audit log.
+    assert rbac.unused(calls, only=lambda g: not g.inventory) == []
 
 
 def test_the_bridge_reads_secrets_as_metadata_only(osprov: Osprov, emulator: RunningEmulator) -> None:

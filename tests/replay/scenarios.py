@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from osprov.api import inventory_io
 from osprov.api.ownership import ObjectKey
-from tests.workflows import fakes_cinder, fakes_nova, fakes_octavia
+from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
 from tests.workflows.harness import Harness, eventually
 
 FINALIZER = "keystone.osh.openstack.org/finalizer"
@@ -78,3 +79,33 @@ SCENARIOS["KeystoneObject"] = keystone_object
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario
+
+
+def inventory_scenario(kind: str) -> Callable[[Harness, str], Awaitable[str]]:
+    async def scenario(h: Harness, _: str) -> str:
+        return await fakes_inventory.replay_scenario(h, kind)
+
+    return scenario
+
+
+for inventory in ("Flavor", "VolumeClass", "Image"):
+    SCENARIOS[f"{inventory}Inventory"] = inventory_scenario(inventory)
+
+
+async def server_with_inventory(h: Harness, _: str) -> str:
+    """Server's scenario with the region inventory on: both images are offered (the check before Nova)."""
+    h.cloud.offer, h.cloud.offered_images = inventory_io.Offer(enabled=True), {"img-a", "img-b"}
+    return await fakes_nova.replay_scenario(h, "Server")
+
+
+async def volume_with_inventory(h: Harness, _: str) -> str:
+    """Volume's scenario with a class checked against the region inventory (C0) before Cinder."""
+    offered = inventory_io.OfferedVolumeClass(name="fast", volume_type_id="t-fast", max_capacity_gib=10)
+    h.cloud.offer = inventory_io.Offer(enabled=True, volume_classes=[offered])
+    return await fakes_cinder.replay_scenario(h, "Volume", volumeClass="fast")
+
+
+# Recorded as Server-inventory.json and Volume-inventory.json: the patched paths (PATCH_IMAGE_CHECK,
+# PATCH_CLASS_CHECK); Server.json and Volume.json keep proving the runs started before them replay.
+SCENARIOS["Server-inventory"] = server_with_inventory
+SCENARIOS["Volume-inventory"] = volume_with_inventory

@@ -201,10 +201,10 @@ def endpoint_override(service: str, url: str, api_version: str) -> Callable[[dic
 
 def ensure_crd(stack: StackEnv, kind: str) -> None:
     """Install the generated CRD of `kind` if the running kube emulator started before it existed."""
-    from osprov.api.registry import kind_info
+    from osprov.api.registry import CLUSTER_KINDS, kind_info
 
     api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
-    info = kind_info(kind)
+    info = next((c for c in CLUSTER_KINDS if c.kind == kind), None) or kind_info(kind)
     ext = kubernetes.client.ApiextensionsV1Api(api)
     try:
         ext.read_custom_resource_definition(info.crd_name)

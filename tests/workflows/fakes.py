@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import activity
 
 from osprov.activities import errors, ownership
+from osprov.api import inventory_io
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api.kube_io import (
@@ -43,6 +44,9 @@ class FakeCloud:
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
+    # What the region inventory publishes, as the Volume and Server checks read it (default: no inventory).
+    offer: inventory_io.Offer = field(default_factory=lambda: inventory_io.Offer(enabled=False))
+    offered_images: set[str] = field(default_factory=set)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -185,7 +189,19 @@ class FakeCloud:
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.watch(req)
 
+        @activity.defn(name=inventory_io.OFFERED_IMAGE.name)
+        async def offered_image(req: inventory_io.OfferQuery) -> inventory_io.Offer:
+            cloud.calls.append(inventory_io.OFFERED_IMAGE.name)
+            return cloud.offer.model_copy(update={"image_offered": req.image_id in cloud.offered_images})
+
+        @activity.defn(name=inventory_io.OFFERED_VOLUME_CLASSES.name)
+        async def offered_volume_classes(req: inventory_io.OfferQuery) -> inventory_io.Offer:
+            cloud.calls.append(inventory_io.OFFERED_VOLUME_CLASSES.name)
+            return cloud.offer
+
         return [
+            offered_image,
+            offered_volume_classes,
             claim,
             watch,
             ownership.release,

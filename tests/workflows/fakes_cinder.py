@@ -54,6 +54,7 @@ class FakeCinder:
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
     create_script: list[str] = field(default_factory=lambda: ["creating", "available"])
     delete_script: list[str] = field(default_factory=lambda: ["deleting"])  # reads before the volume is gone
+    created_types: list[str | None] = field(default_factory=list)  # volume_type of every create
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add_project(self, project: str = "p", domain: str = "Default") -> io.ProjectScope:
@@ -106,6 +107,7 @@ class FakeCinder:
         @activity.defn(name=io.CREATE_VOLUME.name)
         async def create_volume(req: io.CreateVolume) -> io.Volume:
             cinder._enter(io.CREATE_VOLUME.name)
+            cinder.created_types.append(req.volume_type)
             if not cinder._exists(req.scope):
                 raise errors.not_found("project does not exist")
             existing = cinder._read(req.scope, req.name)
@@ -167,7 +169,7 @@ async def cinder_harness(tenv: WorkflowEnvironment) -> AsyncIterator[CinderHarne
         await hs.close()
 
 
-async def replay_scenario(h: Harness, kind: str) -> str:
+async def replay_scenario(h: Harness, kind: str, **spec_extra: Any) -> str:
     """tests/replay scenario for Volume: create (creating → available), a resync, a tag change, delete.
 
     The shared harness has no Cinder, so this runs its own worker (FakeCloud + FakeCinder) beside it.
@@ -180,6 +182,7 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         ch = CinderHarness(h.env, h.cloud, queue)
         ch.cinder = cinder
         spec = {"project": {"name": "p", "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+        spec |= spec_extra
         wf = await ch.apply(kind, spec, name="replay", uid="replay-volume")
         await ch.until(lambda: ch.condition().get("reason") == "Provisioned", "volume provisioned")
         await h.env.sleep(601)

@@ -11,15 +11,31 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{/* The osprov kinds as {apiGroup: [plural, …]}, read from the CRDs the chart installs: a new kind's
-CRD gets its RBAC rules without a second list to keep in step. */}}
+CRD gets its RBAC rules without a second list to keep in step. Namespaced kinds only: the cluster-scoped
+region inventory has its own rules (osprov.inventoryKinds). */}}
 {{- define "osprov.kinds" -}}
 {{- $kinds := dict }}
 {{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
 {{- $crd := $.Files.Get $path | fromYaml }}
+{{- if eq $crd.spec.scope "Namespaced" }}
 {{- $plurals := get $kinds $crd.spec.group | default list }}
 {{- $_ := set $kinds $crd.spec.group (append $plurals $crd.spec.names.plural) }}
 {{- end }}
+{{- end }}
 {{- toYaml $kinds }}
+{{- end }}
+
+{{/* The published region inventory kinds as [{group, plural, verbs}], read from the CRDs: the verbs the
+worker needs on each are the CRD's region.osh.openstack.org/worker-verbs annotation (api/registry.py). */}}
+{{- define "osprov.inventoryKinds" -}}
+{{- $kinds := list }}
+{{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
+{{- $crd := $.Files.Get $path | fromYaml }}
+{{- with index ($crd.metadata.annotations | default dict) "region.osh.openstack.org/worker-verbs" }}
+{{- $kinds = append $kinds (dict "group" $crd.spec.group "plural" $crd.spec.names.plural "verbs" (splitList "," .)) }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "kinds" $kinds) }}
 {{- end }}
 
 {{/* envFrom of both programs: the settings, and the codec Secret (required: no `optional`). */}}
