@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from osprov.activities import cinder, keystone, kube, neutron, nova, octavia, ownership
+from osprov.activities import cinder, identity, keystone, kube, neutron, nova, octavia, ownership, tenancy
 
 ACTIVITIES: list[Any] = [
     *kube.ACTIVITIES,
     *keystone.KEYSTONE_ACTIVITIES,
     *ownership.ACTIVITIES,
+    *identity.ACTIVITIES,
+    *tenancy.ACTIVITIES,
     *nova.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,

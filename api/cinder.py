@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from osprov.api.common import CloudSpec, CloudStatus
+from osprov.api.common import CLOUD_SPEC_RULES, CloudSpec, CloudStatus
 from osprov.api.limits import Tags, immutable_if_set
 
 CINDER_GROUP = "cinder.osh.openstack.org"
@@ -22,12 +22,15 @@ CLASS_IMMUTABLE_MESSAGE = (
 
 
 class VolumeSpec(CloudSpec):
-    """A Cinder volume named volume-{metadata.uid} in spec.project."""
+    """A Cinder volume named volume-{metadata.uid} in its Identity's project (or spec.project)."""
 
     # Spec level, so adding or removing volumeClassID is caught as well as changing it.
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE)]
+            "x-kubernetes-validations": [
+                *CLOUD_SPEC_RULES,
+                immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE),
+            ]
         }
     )
 

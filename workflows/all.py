@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from osprov.workflows.identity import IdentityWorkflow
 from osprov.workflows.keystone.domain import DomainWorkflow
 from osprov.workflows.keystone.endpoint import EndpointWorkflow
 from osprov.workflows.keystone.group import GroupWorkflow
@@ -24,6 +25,7 @@ WORKFLOWS: list[type] = [
     RoleAssignmentWorkflow,
     ServiceWorkflow,
     EndpointWorkflow,
+    IdentityWorkflow,
     ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,

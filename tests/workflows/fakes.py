@@ -15,6 +15,7 @@ from osprov.activities import errors, ownership
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api.kube_io import FinalizerChange, PatchStatus, SecretKey, SecretVersion, WriteResult
+from tests.workflows.fakes_identity import FakeIdentities
 
 
 @dataclass
@@ -34,6 +35,8 @@ class FakeCloud:
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
+    # The tenancy mapping, Identities and application credentials (fakes_identity.py).
+    identity: FakeIdentities = field(default_factory=FakeIdentities)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -186,4 +189,5 @@ class FakeCloud:
             check_grant,
             put_grant,
             revoke_grant,
+            *cloud.identity.activities(),
         ]
