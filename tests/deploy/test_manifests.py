@@ -124,15 +124,13 @@ def test_kustomization_lists_every_crd_and_manifest() -> None:
         assert (REPO / "deploy" / item).exists(), item
 
 
-def test_roles_create_and_delete_nothing_but_the_bridge_lease() -> None:
+def test_roles_create_nothing_but_the_bridge_lease_and_identity_secrets_and_delete_nothing() -> None:
     for g in rbac.grants():
         if g.verb in {"create", "delete", "deletecollection", "*"}:
-            assert (g.role, g.verb, g.group, g.resource) == (
-                "osprov-bridge",
-                "create",
-                "coordination.k8s.io",
-                "leases",
-            ), g
+            assert (g.role, g.verb, g.group, g.resource) in {
+                ("osprov-bridge", "create", "coordination.k8s.io", "leases"),
+                ("osprov-worker", "create", "", "secrets"),  # an Identity's credential Secret
+            }, g
 
 
 def test_roles_grant_every_kind_alike() -> None:
@@ -148,7 +146,7 @@ def test_roles_grant_every_kind_alike() -> None:
         assert verbs("osprov-worker", k.group, f"{k.plural}/status") == {"patch"}, k.plural
         assert not verbs("osprov-worker", k.group, f"{k.plural}/finalizers"), k.plural
     assert verbs("osprov-bridge", "", "secrets") == {"list", "watch"}  # as metadata only (bridge/watch.py)
-    assert verbs("osprov-worker", "", "secrets") == {"get"}
+    assert verbs("osprov-worker", "", "secrets") == {"get", "create", "patch"}  # patch: an Identity's own
 
 
 def test_the_bridge_may_update_only_its_own_lease() -> None:
