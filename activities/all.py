@@ -6,6 +6,7 @@ from typing import Any
 
 from osprov.activities import (
     cinder,
+    identity,
     inventory_cloud,
     inventory_kube,
     keystone,
@@ -14,12 +15,15 @@ from osprov.activities import (
     nova,
     octavia,
     ownership,
+    tenancy,
 )
 
 ACTIVITIES: list[Any] = [
     *kube.ACTIVITIES,
     *keystone.KEYSTONE_ACTIVITIES,
     *ownership.ACTIVITIES,
+    *identity.ACTIVITIES,
+    *tenancy.ACTIVITIES,
     *nova.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,

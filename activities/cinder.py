@@ -1,11 +1,12 @@
 """Cinder activities: each makes one idempotent Block Storage call with a token scoped to the volume's project.
 
-Workflows call these by name (api/cinder_io.py holds the names and the models). The controller's own
-credentials are re-scoped to the resource's project (activities.cloud.project_connection); region-level
-authority is never used for a volume. Keystone answers 401 to a token request for a project that does not
-exist and for one the controller's user has no role in; only then is the project looked up (identity, not a
-project-owned resource) to tell the two apart. Cinder's diagnostics of an errored volume are logged here,
-for operators, and never returned.
+Workflows call these by name (api/cinder_io.py holds the names and the models). A volume of an Identity is
+handled with that Identity's application credential (activities.cloud.identity_connection); one with a
+spec.project the tenancy mapping allows, with the controller's credentials re-scoped to that project
+(project_connection). Region-level authority is never used for a volume. For the re-scoped path only:
+Keystone answers 401 to a token request for a project that does not exist and for one the controller's
+user has no role in; only then is the project looked up (identity, not a project-owned resource) to tell
+the two apart. Cinder's diagnostics of an errored volume are logged here, for operators, and never returned.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ def _project_exists(scope: ProjectScope) -> bool:
 
 
 def _scoped(scope: ProjectScope, call: Callable[[openstack.connection.Connection], T]) -> T:
-    """Run `call` with the project-scoped connection; a refused token becomes _ProjectMissing or a typed
-    Unauthorized error that says what to grant."""
+    """Run `call` with the Identity's or the project-scoped connection; for the latter a refused token
+    becomes _ProjectMissing or a typed Unauthorized error that says what to grant."""
+    if scope.credential is not None:
+        return call(cloud.identity_connection(scope.credential))
     try:
         return call(cloud.project_connection(scope.project, scope.domain))
     except ksa_exceptions.Unauthorized:

@@ -1,10 +1,20 @@
-"""openstacksdk connections for activities: the admin connection and project-scoped ones.
+"""openstacksdk connections for activities, one per credential mode (docs/identity.md):
+
+- `admin_connection`: the controller's own credentials (clouds.yaml): Keystone objects, and building and
+  tearing down Identities (their project, user, grants and application credentials), never a tenant's
+  cloud objects;
+- `identity_connection`: an Identity's application credential, read from its Secret inside the activity:
+  every call of a cloud resource that names the Identity (identityRef);
+- `project_connection`: the controller's credentials re-scoped to one existing project, only for a resource
+  whose spec.project the operator's tenancy mapping allows (checked by the workflow before any call).
 
 Activities are sync functions run in the worker's thread pool. A keystoneauth session wraps a
 requests.Session, which is not documented as thread-safe, so connections are cached per thread (and per
-clouds.yaml file, cloud and scope): each thread authenticates once and reuses its token until keystoneauth
-renews it. The settings are read from the environment on every call, so a changed OS_CLOUD /
-OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones.
+clouds.yaml file, cloud and scope or credential): each thread authenticates once and reuses its token until
+keystoneauth renews it. The settings are read from the environment on every call, so a changed OS_CLOUD /
+OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones. An
+Identity's connection is cached by its Secret's version: a rotated credential is a new Secret version,
+hence a new connection, with no restart.
 
 Environment:
   OS_CLOUD                  cloud name in clouds.yaml (default "osprov-admin")
@@ -17,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +42,7 @@ from temporalio.exceptions import ApplicationError
 
 from osprov.activities.errors import conflict, error, invalid, not_found, transient
 from osprov.api.errors import UNAUTHORIZED
+from osprov.api.identity_io import Credential
 
 log = structlog.get_logger("osprov.activities.cloud")
 
@@ -41,8 +52,11 @@ DEFAULT_CLOUD = "osprov-admin"
 DEFAULT_API_TIMEOUT_SECONDS = 10.0
 # The provider's explanation of an error is shown to users only up to this length.
 MAX_PROVIDER_DETAIL = 300
-# Project-scoped connections kept per thread (least recently used ones are dropped).
+# Project-scoped and Identity connections kept per thread, each (least recently used ones are dropped).
 MAX_PROJECT_CONNECTIONS_PER_THREAD = 64
+# The keys of an Identity's Secret the activities read (activities/identity.py writes them).
+APP_CREDENTIAL_ID_KEY = "OS_APPLICATION_CREDENTIAL_ID"
+APP_CREDENTIAL_SECRET_KEY = "OS_APPLICATION_CREDENTIAL_SECRET"
 
 # Auth options that choose a scope; removed before re-scoping the controller's credentials to a project.
 _SCOPE_OPTIONS = (
@@ -101,17 +115,36 @@ def _cloud_region(settings: CloudSettings, scope: dict[str, str] | None = None) 
 
     Raises Invalid if it cannot be loaded.
     """
+    if scope is None:
+        return load_region(settings, None)
+
+    def rescope(entry: dict[str, Any]) -> None:
+        # get_one's overrides can only add auth options, and a leftover project_id or system_scope would win.
+        auth = {k: v for k, v in entry.get("auth", {}).items() if k not in _SCOPE_OPTIONS}
+        entry["auth"] = {**auth, **scope}
+
+    return load_region(settings, rescope)
+
+
+def with_auth(auth_type: str, auth: dict[str, str]) -> Callable[[dict[str, Any]], None]:
+    """A clouds.yaml edit: the controller's cloud (its auth_url, region, interface, TLS), other credentials."""
+
+    def edit(entry: dict[str, Any]) -> None:
+        entry["auth"] = {"auth_url": entry.get("auth", {}).get("auth_url", ""), **auth}
+        entry["auth_type"] = auth_type
+
+    return edit
+
+
+def load_region(settings: CloudSettings, edit: Callable[[dict[str, Any]], None] | None) -> Any:
     try:
         loader = openstack.config.OpenStackConfig(
             config_files=[settings.config_file] if settings.config_file else None,
             load_envvars=False,
         )
         entry = loader.cloud_config.get("clouds", {}).get(settings.cloud)
-        if scope is not None and entry is not None:
-            # This loader is ours alone: rewrite the entry's scope in place (get_one's overrides can only
-            # add auth options, and a leftover project_id or system_scope would win over ours).
-            auth = {k: v for k, v in entry.get("auth", {}).items() if k not in _SCOPE_OPTIONS}
-            entry["auth"] = {**auth, **scope}
+        if edit is not None and entry is not None:
+            edit(entry)  # this loader is ours alone: its entry is rewritten in place
         return loader.get_one(cloud=settings.cloud, api_timeout=settings.api_timeout)
     except (openstack.exceptions.ConfigException, ksa_exceptions.ClientException) as exc:
         # These name clouds and options, never credential values.
@@ -144,24 +177,82 @@ def admin_connection() -> openstack.connection.Connection:
 
 
 def project_connection(project_name: str, domain_name: str) -> openstack.connection.Connection:
-    """The controller's credentials re-scoped to one project (for Cinder, Nova, Octavia calls).
-
-    Cached per thread by (credentials, project, domain): the token is reused until it nears expiry.
-    """
+    """The controller's credentials re-scoped to one project (a resource's spec.project, where the tenancy
+    mapping allows it). Cached per thread by (credentials, project, domain): the token is reused until it
+    nears expiry."""
     settings = CloudSettings.from_env()
-    cache = _thread_cache("project")
-    key = (settings, project_name, domain_name)
+    scope = {"project_name": project_name, "project_domain_name": domain_name}
+    return _cached(
+        "project",
+        (settings, project_name, domain_name),
+        lambda: openstack.connection.Connection(config=_cloud_region(settings, scope)),
+    )
+
+
+def _cached(
+    name: str, key: Any, make: Callable[[], openstack.connection.Connection]
+) -> openstack.connection.Connection:
+    cache = _thread_cache(name)
     conn = cache.get(key)
     if conn is not None:
         cache.move_to_end(key)
         return conn
-    scope = {"project_name": project_name, "project_domain_name": domain_name}
-    conn = openstack.connection.Connection(config=_cloud_region(settings, scope))
+    conn = make()
     cache[key] = conn
     while len(cache) > MAX_PROJECT_CONNECTIONS_PER_THREAD:
         _, evicted = cache.popitem(last=False)
         evicted.close()
     return conn
+
+
+def identity_connection(credential: Credential) -> openstack.connection.Connection:
+    """An Identity's application credential, read from its Secret here (it never leaves the activity).
+
+    Cached per thread by (controller settings, Secret and its version, project): the Identity publishes a
+    rotated credential as a new Secret version, which its users are told, so their next call authenticates
+    with it. The token must be scoped to the Identity's project: a Secret edited to hold some other
+    credential is refused.
+    """
+    settings = CloudSettings.from_env()
+    return _cached("identity", (settings, credential), lambda: _authenticated(settings, credential))
+
+
+def _authenticated(settings: CloudSettings, credential: Credential) -> openstack.connection.Connection:
+    from osprov.activities.kube import read_secret_data
+
+    where = f"Secret {credential.namespace}/{credential.secret} of Identity {credential.identity}"
+    data, _ = read_secret_data(credential.namespace, credential.secret)
+    if not data.get(APP_CREDENTIAL_ID_KEY) or not data.get(APP_CREDENTIAL_SECRET_KEY):
+        raise not_found(f"{where} holds no application credential yet — waiting for the Identity")
+    auth = {
+        "application_credential_id": data[APP_CREDENTIAL_ID_KEY],
+        "application_credential_secret": data[APP_CREDENTIAL_SECRET_KEY],
+    }
+    del data
+    conn = openstack.connection.Connection(
+        config=load_region(settings, with_auth("v3applicationcredential", auth))
+    )
+    del auth
+    try:
+        with openstack_errors(f"authenticate with the application credential in {where}"):
+            project_id = conn.current_project_id  # the token request
+    except ApplicationError:
+        conn.close()
+        raise
+    if project_id != credential.project_id:
+        conn.close()
+        raise invalid(f"{where} holds a credential of another project; only the Identity writes that Secret")
+    return conn
+
+
+def scoped_connection(
+    project: str, domain: str, credential: Credential | None
+) -> openstack.connection.Connection:
+    """What a cloud resource's call runs on: its Identity's application credential, or — for spec.project,
+    which the workflow checked against the tenancy mapping — the controller's credentials re-scoped."""
+    if credential is not None:
+        return identity_connection(credential)
+    return project_connection(project, domain)
 
 
 def auth_endpoint() -> AuthEndpoint:
@@ -179,7 +270,7 @@ def auth_endpoint() -> AuthEndpoint:
 
 def close_thread_connections() -> None:
     """Close this thread's cached connections (tests; a worker thread that ends)."""
-    for name in ("admin", "project"):
+    for name in ("admin", "project", "identity"):
         cache = _thread_cache(name)
         while cache:
             _, conn = cache.popitem()
@@ -200,7 +291,7 @@ def error_for_status(
     if status == 409:
         return conflict(f"{action}: {service} reports a conflict{suffix}")
     if status == 401:
-        return error(UNAUTHORIZED, f"{action}: Keystone rejected the controller's credentials (HTTP 401)")
+        return error(UNAUTHORIZED, f"{action}: Keystone rejected the credentials (HTTP 401)")
     if status is not None and 400 <= status < 500 and status not in (408, 429):
         return invalid(f"{action}: {service} rejected the request (HTTP {status}){suffix}")
     return transient(f"{action}: {service} is unavailable (HTTP {status or 'unknown'})")

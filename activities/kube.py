@@ -122,7 +122,8 @@ def remove_finalizer(req: FinalizerChange) -> WriteResult:
     return _set_finalizer(req.obj, req.finalizer, present=False)
 
 
-def _read_secret(namespace: str, name: str, key: str) -> tuple[str, str]:
+def read_secret_data(namespace: str, name: str) -> tuple[dict[str, str], str]:
+    """A Secret's decoded data and its resourceVersion, read inside an activity (the data never leaves it)."""
     try:
         secret = client.CoreV1Api(api_client()).read_namespaced_secret(name, namespace)
     except ApiException as err:
@@ -130,16 +131,28 @@ def _read_secret(namespace: str, name: str, key: str) -> tuple[str, str]:
             raise errors.not_found(f"Secret {namespace}/{name} does not exist; create it") from None
         _raise_for(err, f"read of Secret {namespace}/{name}")
         raise
-    data = secret.data or {}
+    return decoded(secret, namespace, name), str(secret.metadata.resource_version if secret.metadata else "")
+
+
+def decoded(secret: client.V1Secret, namespace: str, name: str) -> dict[str, str]:
+    """The Secret's data as text (raises Invalid, naming the key, for one that is not UTF-8)."""
+    data: dict[str, str] = {}
+    for key, encoded in (secret.data or {}).items():
+        try:
+            data[key] = base64.b64decode(encoded).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            raise errors.invalid(f"Secret {namespace}/{name} key {key} is not valid UTF-8 text") from None
+    return data
+
+
+def _read_secret(namespace: str, name: str, key: str) -> tuple[str, str]:
+    data, version = read_secret_data(namespace, name)
     if key not in data:
         raise errors.not_found(f"Secret {namespace}/{name} has no key {key}; add it or fix the key name")
-    try:
-        value = base64.b64decode(data[key]).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        raise errors.invalid(f"Secret {namespace}/{name} key {key} is not valid UTF-8 text") from None
+    value = data[key]
     if not value:
         raise errors.invalid(f"Secret {namespace}/{name} key {key} is empty; put the password there")
-    return value, str(secret.metadata.resource_version if secret.metadata else "")
+    return value, version
 
 
 def read_secret_value(namespace: str, name: str, key: str) -> str:

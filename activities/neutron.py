@@ -22,6 +22,10 @@ SERVICE = "Neutron"
 FLOATING_NETWORK_ENV = "OSPROV_FLOATING_NETWORK"
 
 
+def _conn(scope: io.Scope) -> openstack.connection.Connection:
+    return cloud.scoped_connection(scope.project, scope.domain, scope.credential)
+
+
 def _view(r: Any) -> io.FloatingIpView:
     return io.FloatingIpView(id=r.id, address=r.floating_ip_address or "", port_id=r.port_id or None)
 
@@ -51,14 +55,14 @@ def _external_network_id(conn: openstack.connection.Connection) -> str:
 def find_floating_ips(req: io.FindFloatingIps) -> list[io.FloatingIpView]:
     """Floating IPs associated with the port, sorted by ID."""
     with openstack_errors(f"find floating IPs of port {req.port_id}", service=SERVICE):
-        return _on_port(cloud.project_connection(req.scope.project, req.scope.domain), req.port_id)
+        return _on_port(_conn(req.scope), req.port_id)
 
 
 @implements(io.CREATE_FLOATING_IP)
 def create_floating_ip(req: io.CreateFloatingIp) -> io.FloatingIpView:
     """Create-if-absent: a floating IP already on the port is returned instead of allocating another."""
     with openstack_errors(f"create floating IP on port {req.port_id}", service=SERVICE):
-        conn = cloud.project_connection(req.scope.project, req.scope.domain)
+        conn = _conn(req.scope)
         existing = _on_port(conn, req.port_id)
         if existing:
             return existing[0]
@@ -70,7 +74,7 @@ def create_floating_ip(req: io.CreateFloatingIp) -> io.FloatingIpView:
 def delete_floating_ip(req: io.DeleteFloatingIp) -> bool:
     """Delete by ID: True if deleted now, False if it was already gone (404 = success)."""
     with openstack_errors(f"delete floating IP {req.id}", service=SERVICE):
-        conn = cloud.project_connection(req.scope.project, req.scope.domain)
+        conn = _conn(req.scope)
         try:
             conn.network.delete_ip(req.id, ignore_missing=False)
         except openstack.exceptions.NotFoundException:

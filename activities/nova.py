@@ -17,7 +17,7 @@ import requests
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 
-from osprov.activities.cloud import openstack_errors, project_connection
+from osprov.activities.cloud import openstack_errors, scoped_connection
 from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, consistency, error, not_found
 from osprov.activities.kube import api_client
@@ -51,7 +51,7 @@ MICROVERSION = "2.60"
 
 
 def _conn(project: Project) -> openstack.connection.Connection:
-    return project_connection(project.name, project.domain)
+    return scoped_connection(project.name, project.domain, project.credential)
 
 
 def _checked(resp: requests.Response) -> requests.Response:
@@ -194,22 +194,37 @@ def rebuild(req: Rebuild) -> None:
 # --- volume attachments (volumes.md "Server attachments": observe in Cinder, write through Nova) -------
 
 
-def _volume_resource_uid(namespace: str, name: str) -> str | None:
-    """UID of the Volume resource (its Cinder volume is named volume-{uid}); None when it does not exist."""
+def _volume_resource_uid(req: VolumeAttachment) -> str | None:
+    """UID of the Volume resource (its Cinder volume is named volume-{uid}); None when it does not exist.
+    It must live where the Server does (the same Identity, or the same spec.project)."""
     info = kind_info("Volume")
     try:
         obj: Any = kubernetes.client.CustomObjectsApi(api_client()).get_namespaced_custom_object(
-            info.group, info.version, namespace, info.plural, name
+            info.group, info.version, req.namespace, info.plural, req.volume
         )
     except kubernetes.client.exceptions.ApiException as err:
         if err.status == 404:
             return None
-        raise error("Transient", f"cannot read Volume {namespace}/{name} (HTTP {err.status})") from None
+        raise error(
+            "Transient", f"cannot read Volume {req.namespace}/{req.volume} (HTTP {err.status})"
+        ) from None
+    spec = obj.get("spec") or {}
+    credential = req.project.credential
+    if credential is not None:
+        same = (spec.get("identityRef") or {}).get("name") == credential.identity
+    else:
+        same = spec.get("project") == {"name": req.project.name, "domain": req.project.domain}
+    if not same:
+        where = f"Identity {credential.identity}" if credential else f"project {req.project.name}"
+        raise conflict(
+            f"Volume {req.volume} does not live where this Server does ({where}); a Server attaches only "
+            "Volumes of its own Identity (or spec.project)"
+        )
     return str(obj["metadata"]["uid"])
 
 
 def _cinder_volume(conn: openstack.connection.Connection, req: VolumeAttachment) -> Any | None:
-    uid = _volume_resource_uid(req.namespace, req.volume)
+    uid = _volume_resource_uid(req)
     if uid is None:
         return None
     name = f"volume-{uid}"

@@ -23,7 +23,8 @@ SERVICE = "Octavia"
 
 def _lb(scope: io.Scope) -> LoadBalancerProxy:
     """The project-scoped load-balancer client, pinned to the microversion PROXYV2 needs."""
-    proxy: LoadBalancerProxy = cloud.project_connection(scope.project, scope.domain).load_balancer
+    conn = cloud.scoped_connection(scope.project, scope.domain, scope.credential)
+    proxy: LoadBalancerProxy = conn.load_balancer
     proxy.default_microversion = io.OCTAVIA_MICROVERSION
     return proxy
 

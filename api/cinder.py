@@ -10,7 +10,7 @@ from typing import Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from osprov.api.common import CloudSpec, CloudStatus
+from osprov.api.common import CLOUD_SPEC_RULES, CloudSpec, CloudStatus
 from osprov.api.limits import Tags, immutable_if_set
 from osprov.api.region import ObjectName
 
@@ -29,12 +29,13 @@ ONE_CLASS_MESSAGE = "set spec.volumeClass or spec.volumeClassID, not both (volum
 
 
 class VolumeSpec(CloudSpec):
-    """A Cinder volume named volume-{metadata.uid} in spec.project."""
+    """A Cinder volume named volume-{metadata.uid} in its Identity's project (or spec.project)."""
 
     # Spec level, so adding or removing volumeClassID is caught as well as changing it.
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
+                *CLOUD_SPEC_RULES,
                 immutable_if_set("volumeClassID", CLASS_IMMUTABLE_MESSAGE),
                 immutable_if_set("volumeClass", VOLUME_CLASS_IMMUTABLE_MESSAGE),
                 {"rule": "!(has(self.volumeClass) && has(self.volumeClassID))", "message": ONE_CLASS_MESSAGE},

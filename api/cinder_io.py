@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from osprov.api.activity import Activity
+from osprov.api.identity_io import Credential
 
 # Metadata, the same convention as the Server kind (api/nova_io.py): user tags under "osprov.tag.", the
 # controller's linkage keys under "osprov." and written last, so no tag can ever override one. Characters are
@@ -77,10 +78,12 @@ class _Model(BaseModel):
 
 
 class ProjectScope(_Model):
-    """The Keystone project every call is scoped to (the controller's credentials re-scoped to it)."""
+    """The Keystone project every call is scoped to: with `credential`, its Identity's application credential
+    makes the calls; without, the controller's credentials re-scoped to it (spec.project, where mapped)."""
 
     project: str
     domain: str
+    credential: Credential | None = None
 
 
 class FindVolumes(_Model):

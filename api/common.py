@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
 from pydantic.json_schema import JsonSchemaValue
 
 from osprov.api.limits import CoreSchema, ShortKeystoneName
@@ -122,6 +123,7 @@ class AvailableReason(StrEnum):
     PROVISIONED = "Provisioned"
     ERRORED = "Errored"
     DEPROVISIONING = "Deprovisioning"
+    FORBIDDEN = "Forbidden"  # the operator's tenancy mapping refuses it: nothing was called
 
 
 class Condition(StatusModel):
@@ -314,6 +316,38 @@ class ProjectRef(CamelModel):
 PROJECT_IMMUTABLE_MESSAGE = (
     "spec.project cannot change: the object lives in its project; create a new resource"
 )
+IDENTITY_REF_IMMUTABLE_MESSAGE = (
+    "spec.identityRef cannot change: the object lives in its Identity's project; create a new resource"
+)
+ONE_SCOPE_MESSAGE = (
+    "set exactly one of spec.identityRef (an Identity in this namespace: its project and application "
+    "credential) and spec.project (an existing project the operator maps to this namespace)"
+)
+SCOPE_KIND_IMMUTABLE_MESSAGE = (
+    "spec.identityRef and spec.project cannot be added or removed: the object lives where it was made; "
+    "create a new resource"
+)
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+# Spec-level rules every cloud kind carries (each kind's model_config lists them with its own).
+CLOUD_SPEC_RULES: list[JsonDict] = [
+    {"rule": "has(self.identityRef) != has(self.project)", "message": ONE_SCOPE_MESSAGE},
+    {
+        "rule": "has(self.identityRef) == has(oldSelf.identityRef)",
+        "message": SCOPE_KIND_IMMUTABLE_MESSAGE,
+        "fieldPath": ".identityRef",
+    },
+]
+
+
+class LocalObjectRef(CamelModel):
+    """An object of another kind in the same namespace, by name."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="metadata.name of the object (in this namespace).",
+    )
 
 
 class CloudImportFilter(CamelModel):
@@ -355,11 +389,24 @@ CLOUD_IMPORT_MESSAGE = (
 
 
 class CloudSpec(CommonSpec):
-    """Fields every cloud kind has: the Keystone project its OpenStack objects live in."""
+    """Where every cloud kind's OpenStack objects live: an Identity's project (its application credential
+    makes every call), or — only where the operator maps it to this namespace — an existing project."""
 
-    project: ProjectRef = Field(
-        description="Keystone project (by name and domain) the object lives in; every call is scoped to it. "
-        "Immutable.",
+    identity_ref: LocalObjectRef | None = Field(
+        default=None,
+        description="Identity (in this namespace) whose project the object lives in; every OpenStack call "
+        "runs on that Identity's application credential. Immutable.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": IDENTITY_REF_IMMUTABLE_MESSAGE}
+            ]
+        },
+    )
+    project: ProjectRef | None = Field(
+        default=None,
+        description="An existing Keystone project (by name and domain) the object lives in, with the "
+        "controller's credentials re-scoped to it. Refused (Forbidden) unless the operator's tenancy mapping "
+        "allows this project for this namespace; prefer identityRef. Immutable.",
         json_schema_extra={
             "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": PROJECT_IMMUTABLE_MESSAGE}]
         },
@@ -385,6 +432,19 @@ class CloudSpec(CommonSpec):
             IMPORT_IMMUTABLE_RULE,
         ]
 
+    @model_validator(mode="after")
+    def _one_scope(self) -> CloudSpec:
+        if (self.identity_ref is None) == (self.project is None):
+            raise ValueError(ONE_SCOPE_MESSAGE)
+        return self
+
+    def scope_label(self) -> str:
+        """How messages name where the object lives (before the Identity's project is known)."""
+        if self.identity_ref is not None:
+            return f"the project of Identity {self.identity_ref.name}"
+        assert self.project is not None
+        return f"project {self.project.name!r} in domain {self.project.domain!r}"
+
 
 class CloudStatus(StatusModel):
     """Observed state written by the controller through the status subresource."""
@@ -394,6 +454,7 @@ class CloudStatus(StatusModel):
     )
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Available (Provisioning | Provisioned | Errored | Deprovisioning) with a user-safe message.",
+        description="Available (Provisioning | Provisioned | Errored | Deprovisioning | Forbidden) with a user-safe "
+        "message.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

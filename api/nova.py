@@ -13,12 +13,20 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from osprov.api.common import CamelModel, CloudSpec, CloudStatus, Condition, K8sTime, StatusModel
+from osprov.api.common import (
+    CLOUD_SPEC_RULES,
+    DNS_SUBDOMAIN_PATTERN,
+    CamelModel,
+    CloudSpec,
+    CloudStatus,
+    Condition,
+    K8sTime,
+    StatusModel,
+)
 from osprov.api.limits import KeypairName, Tags, UserData, immutable_if_set
 
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available
-DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 DEVICE_PATTERN = r"^/dev/[a-z0-9]+$"
 FLAVOR_IMMUTABLE_MESSAGE = "spec.flavor cannot change: resizing is not supported; replace the Server"
 # Spec level, so adding networks to a server created without them is caught too (absent = []).
@@ -78,7 +86,8 @@ class ServerVolume(CamelModel):
         min_length=1,
         max_length=253,
         pattern=DNS_SUBDOMAIN_PATTERN,
-        description="Name of a Volume resource in this namespace (same project) to attach.",
+        description="Name of a Volume resource in this namespace to attach; it must live where the Server does "
+        "(the same identityRef, or the same spec.project).",
     )
     device: str | None = Field(
         default=None,
@@ -88,11 +97,12 @@ class ServerVolume(CamelModel):
 
 
 class ServerSpec(CloudSpec):
-    """A Nova server named server-{metadata.uid} in spec.project."""
+    """A Nova server named server-{metadata.uid} in its Identity's project (or spec.project)."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
+                *CLOUD_SPEC_RULES,
                 {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE},
                 immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
                 immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
@@ -183,7 +193,7 @@ class ServerVolumeStatus(StatusModel):
 class ServerStatus(CloudStatus):
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Available (Provisioning | Provisioned | Errored | Deprovisioning) and Healthy "
+        description="Available (Provisioning | Provisioned | Errored | Deprovisioning | Forbidden) and Healthy "
         "(Healthy | Errored | Provisioning | Unknown | Degraded), with user-safe messages.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

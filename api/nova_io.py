@@ -1,7 +1,8 @@
 """Inputs and outputs of the Nova activities (the contract between workflows/server.py and activities/nova.py).
 
 Pure pydantic: workflows import this inside Temporal's sandbox. Every call is scoped to the Server's
-project (the controller's credentials re-scoped to it, never admin authority).
+project (its Identity's application credential, or the controller's credentials re-scoped to it;
+never admin authority).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from osprov.api.activity import Activity
+from osprov.api.identity_io import Credential
 
 # Server metadata: user tags are namespaced; the linkage keys below are written last so a tag can never
 # override them (they are also how a human finds the resource from inside the guest's metadata service).
@@ -21,10 +23,12 @@ class _Model(BaseModel):
 
 
 class Project(_Model):
-    """Keystone project (by name and domain name) every call of a Server is scoped to."""
+    """Keystone project (by name and domain name) every call of a Server is scoped to: with `credential`, its
+    Identity's application credential makes the calls; without, the controller's credentials re-scoped to it."""
 
     name: str
     domain: str
+    credential: Credential | None = None
 
 
 class FindServer(_Model):

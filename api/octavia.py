@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from osprov.api.common import CamelModel, CloudSpec, CloudStatus
+from osprov.api.common import CLOUD_SPEC_RULES, CamelModel, CloudSpec, CloudStatus
 from osprov.api.limits import Cidr, IpAddress, immutable, immutable_if_set
 
 OCTAVIA_GROUP = "octavia.osh.openstack.org"
@@ -164,12 +164,13 @@ class Listener(CamelModel):
 
 
 class LoadBalancerSpec(CloudSpec):
-    """An Octavia load balancer named lb-{metadata.uid} in spec.project, with its listeners, pools and monitors."""
+    """An Octavia load balancer named lb-{metadata.uid} in its Identity's project (or spec.project), with its listeners, pools and monitors."""
 
     # Spec level, so adding or removing the optional VIP fields is caught as well as changing them.
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
+                *CLOUD_SPEC_RULES,
                 immutable_if_set("vipSubnetID", VIP_SUBNET_IMMUTABLE_MESSAGE),
                 immutable_if_set("vipAddress", VIP_ADDRESS_IMMUTABLE_MESSAGE),
             ]

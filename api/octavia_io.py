@@ -2,7 +2,7 @@
 
 The contract between workflows/loadbalancer.py and activities/octavia.py + activities/neutron.py. Pure
 pydantic: workflows import it inside Temporal's sandbox. Every call is scoped to the resource's project
-(`Scope`): the activities use a project-scoped connection, never admin authority, for these objects.
+(`Scope`): the Identity's application credential, or a project-scoped connection, never admin authority.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from osprov.api.activity import Activity
+from osprov.api.identity_io import Credential
 
 # Activity names (the workflow calls these strings; the activity modules register them).
 
@@ -50,10 +51,12 @@ class _Model(BaseModel):
 
 
 class Scope(_Model):
-    """The Keystone project every call is scoped to."""
+    """The Keystone project every call is scoped to: with `credential`, its Identity's application credential
+    makes the calls; without, the controller's credentials re-scoped to it (spec.project, where mapped)."""
 
     project: str
     domain: str
+    credential: Credential | None = None
 
 
 # --- observations ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from osprov.api import cinder, keystone, nova, octavia, region
+from osprov.api import cinder, identity, keystone, nova, octavia, region
 from osprov.api.common import CamelModel, StatusModel
 from osprov.api.inventory_config import InventoryConfigSpec
 
@@ -136,6 +136,31 @@ IDENTITY_KINDS: tuple[KindInfo, ...] = (
 )
 
 
+# The seed's OpenstackIdentity: a tenant's project, user and application credential (api/identity.py says why
+# it has a group of its own). Before the cloud kinds, which name it.
+TENANCY_KINDS: tuple[KindInfo, ...] = (
+    KindInfo(
+        kind="Identity",
+        group=identity.IDENTITY_GROUP,
+        version="v1alpha1",
+        plural="identities",
+        singular="identity",
+        short_names=("osid",),
+        categories=("identity", "osprov"),
+        spec_model=identity.IdentitySpec,
+        status_model=identity.IdentityStatus,
+        id_field="projectID",
+        ready_condition=READY,
+        extra_columns=(
+            PrinterColumn("Secret", "string", ".status.secretName", "Secret with the application credential"),
+            PrinterColumn(
+                "Expires", "date", ".status.credentialExpiresAt", "When the current credential expires", 1
+            ),
+        ),
+    ),
+)
+
+
 def _cloud(
     kind: str,
     group: str,
@@ -202,7 +227,7 @@ CLOUD_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-ALL_KINDS: tuple[KindInfo, ...] = IDENTITY_KINDS + CLOUD_KINDS
+ALL_KINDS: tuple[KindInfo, ...] = IDENTITY_KINDS + TENANCY_KINDS + CLOUD_KINDS
 KINDS: dict[str, KindInfo] = {info.kind: info for info in ALL_KINDS}
 
 

@@ -7,8 +7,11 @@ loop folds those dicts into the kind's model, so a running workflow continues wi
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from osprov.api.identity_io import IdentityAnswer, IdentityUser
 from osprov.api.keystone_io import Grant
 from osprov.api.nova import RebuildMarker, ServerPhase, ServerVolumeStatus
 from osprov.api.ownership import ObjectKey, ObjectResult
@@ -53,10 +56,59 @@ class RoleAssignmentState(ClaimsState):
     grant: Grant | None = None  # runs before ownership: the grant this workflow made
 
 
+# --- Identity --------------------------------------------------------------------------------------------
+
+
+class IssuedRecord(BaseModel):
+    """An application credential the Identity made (its ID and dates: never its secret)."""
+
+    id: str
+    name: str
+    serial: int
+    roles: list[str] = Field(default_factory=list)  # what it may do (fixed when it is made)
+    expires_at: datetime
+    secret_version: str  # resourceVersion of the Secret that published it
+    revoke_at: datetime | None = None  # retiring (a newer one is published): revoked at this time
+
+
+class IdentityState(ClaimsState):
+    domain: str | None = None  # the managed domain the operator's mapping gave its namespace (kept once used)
+    secret_name: str | None = None
+    roles: list[str] = Field(default_factory=list)  # the managed roles its user gets on its project
+    project_id: str | None = None
+    user_id: str | None = None
+    current: IssuedRecord | None = None  # the credential in the Secret
+    retiring: list[IssuedRecord] = Field(default_factory=list)  # replaced, revoked at their revoke_at
+    serial: int = 0  # of the latest credential made
+    secret_checked: bool = False  # this pass confirmed the Secret holds the current credential
+    users: dict[str, IdentityUser] = Field(default_factory=dict)  # workflow ID -> resource using it
+    answered: dict[str, IdentityAnswer] = Field(default_factory=dict)  # workflow ID -> last answer sent
+    asked: dict[str, int] = Field(default_factory=dict)  # workflow ID -> seq of its latest use to answer
+
+
+# --- cloud kinds: where their objects live --------------------------------------------------------------
+
+
+class TenancyState(BaseModel):
+    """A cloud resource's Identity (its latest answer) and whether this run checks the tenancy mapping."""
+
+    enforced: bool = False  # this run checks the mapping before any cloud call (runs from before replay)
+    identity_uid: str | None = None  # the Identity the answer is from
+    seq: int = 0  # of the latest use sent
+    answer: IdentityAnswer | None = None
+    asked_at: datetime | None = None  # when the latest use was sent (re-sent once per resync interval)
+
+
+class CloudKindState(KindState):
+    """Base of the cloud kinds' state."""
+
+    tenancy: TenancyState = Field(default_factory=TenancyState)
+
+
 # --- Cinder ---------------------------------------------------------------------------------------------
 
 
-class VolumeState(KindState):
+class VolumeState(CloudKindState):
     volume_id: str | None = Field(default=None, validation_alias=AliasChoices("volume_id", "volumeID"))
     size: int | None = None
     polls: int = Field(
@@ -67,7 +119,7 @@ class VolumeState(KindState):
 # --- Octavia --------------------------------------------------------------------------------------------
 
 
-class LoadBalancerState(KindState):
+class LoadBalancerState(CloudKindState):
     load_balancer_id: str | None = Field(
         default=None, validation_alias=AliasChoices("load_balancer_id", "loadBalancerID")
     )
@@ -80,7 +132,7 @@ class LoadBalancerState(KindState):
 # --- Nova -----------------------------------------------------------------------------------------------
 
 
-class ServerState(KindState):
+class ServerState(CloudKindState):
     server_id: str | None = Field(default=None, validation_alias=AliasChoices("server_id", "serverID"))
     rebuild: RebuildMarker | None = None  # the write-ahead rebuild intent (rebuild.md: "the marker")
     phase: ServerPhase | None = None

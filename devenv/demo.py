@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from devenv import stack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,6 +145,14 @@ def main(argv: list[str]) -> int:
     )
     logs = Path(env["OSPROV_STATE_DIR"]) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    # The operator's tenancy mapping (docs/identity.md): the examples name the project they declare.
+    tenancy = Path(env["OSPROV_STATE_DIR"]) / "demo-tenancy.yaml"
+    tenancy.write_text(
+        yaml.safe_dump(
+            {"namespaces": {NAMESPACE: {"projects": [{"name": "osprov-demo", "domain": "Default"}]}}}
+        )
+    )
+    env["OSPROV_TENANCY_FILE"] = str(tenancy)
     procs = []
     for name in ("worker", "bridge"):
         out = open(logs / f"demo-{name}.log", "ab")  # noqa: SIM115 - owned by the child

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from osprov.workflows.identity import IdentityWorkflow
 from osprov.workflows.inventory.workflow import INVENTORY_WORKFLOWS
 from osprov.workflows.keystone.domain import DomainWorkflow
 from osprov.workflows.keystone.endpoint import EndpointWorkflow
@@ -25,6 +26,7 @@ WORKFLOWS: list[type] = [
     RoleAssignmentWorkflow,
     ServiceWorkflow,
     EndpointWorkflow,
+    IdentityWorkflow,
     ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,

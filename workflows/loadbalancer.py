@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import LoadBalancerState
     from osprov.workflows.calls import call
-    from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
+    from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
     from osprov.workflows.loadbalancer_decisions import (
         Decision,
@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         converge,
         delete,
     )
+    from osprov.workflows.tenancy import CloudEntity, Where
 
 FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
 MAX_WAIT_SECONDS = 10.0
@@ -70,12 +71,17 @@ def consistency(message: str) -> PassFailed:
     return PassFailed(message, reason=AvailableReason.ERRORED.value, retry=True)
 
 
+def _scope(where: Where | None) -> io.Scope:
+    assert where is not None  # None only while deleting
+    return io.Scope(project=where.project, domain=where.domain, credential=where.credential)
+
+
 def backoff(waits: int) -> float:
     return float(min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS))
 
 
 @workflow.defn(name="LoadBalancer")
-class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
+class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     KIND = "LoadBalancer"
     STATE = LoadBalancerState
 
@@ -92,7 +98,8 @@ class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
     # ----- the passes ---------------------------------------------------------------------------------
     async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
         uid = self.st.ref.uid
-        d = await self._run_pass(lambda obs: converge(spec, uid, obs))
+        scope = _scope(await self.where(spec, deleting=False))
+        d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope))
         if isinstance(d.action, Done):
             self.k.waits = 0
             return Outcome(
@@ -102,22 +109,30 @@ class LoadBalancerWorkflow(Entity[LoadBalancerSpec, LoadBalancerState]):
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
 
     async def finalize(self, spec: LoadBalancerSpec) -> Outcome | None:
+        scope = None  # never realised: no create was attempted, nothing can exist (D1), no Identity is asked
+        if self.k.realised:
+            where = await self.where(spec, deleting=True)
+            if where is None:
+                self.set_step("its Identity is gone or never got a project: no load balancer can exist")
+                self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
+                return None
+            scope = _scope(where)
         if not workflow.patched(PATCH_FINALIZE_REQUEUE):
-            await self._finalize_in_one_pass(spec)
+            await self._finalize_in_one_pass(spec, scope)
             return None
-        d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs))
+        d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs, scope))
         if isinstance(d.action, Done):
             self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
             return None
         mutated = not isinstance(d.action, Wait)
         return self._requeue(d, mutated, AvailableReason.DEPROVISIONING, DEPROVISIONING_MESSAGE)
 
-    async def _finalize_in_one_pass(self, spec: LoadBalancerSpec) -> None:
+    async def _finalize_in_one_pass(self, spec: LoadBalancerSpec, scope: io.Scope | None) -> None:
         """Runs that started deleting before PATCH_FINALIZE_REQUEUE replay this: the same decisions,
         re-checked on timers inside one pass until the load balancer is gone."""
         waits = 0
         while True:
-            d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs))
+            d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs, scope))
             if isinstance(d.action, Done):
                 if self.k.realised:  # gone (a never-realised resource had nothing recorded)
                     self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None

@@ -121,6 +121,9 @@ class Decision:
 
 
 def scope_of(spec: LoadBalancerSpec) -> io.Scope:
+    """The controller-scoped project of a spec.project resource (the workflow passes the scope the tenancy
+    step decided, which for an Identity carries its credential)."""
+    assert spec.project is not None
     return io.Scope(project=spec.project.name, domain=spec.project.domain)
 
 
@@ -153,10 +156,7 @@ class _Pass:
     lb: io.LoadBalancerView
     tree: Tree
     members: Mapping[str, tuple[io.MemberView, ...]] | None
-
-    @property
-    def scope(self) -> io.Scope:
-        return scope_of(self.spec)
+    scope: io.Scope
 
     def wanted(self, name: type[io.PoolView] | type[io.ListenerView]) -> set[str]:
         make = io.pool_name if name is io.PoolView else io.listener_name
@@ -167,19 +167,21 @@ class _Pass:
         return fips[0].address if fips and self.spec.public_ip else None
 
 
-def converge(spec: LoadBalancerSpec, uid: str, obs: Observation) -> Decision:
-    """The next step of the create/converge pass, checked in octavia.md's order."""
-    lb = _load_balancer(spec, uid, obs)
+def converge(spec: LoadBalancerSpec, uid: str, obs: Observation, scope: io.Scope | None = None) -> Decision:
+    """The next step of the create/converge pass, checked in octavia.md's order. `scope`: where every call
+    goes (unset: the spec's project, controller-scoped)."""
+    scope = scope or scope_of(spec)
+    lb = _load_balancer(spec, uid, obs, scope)
     if isinstance(lb, Decision):
         return lb
     if obs.tree is None:
         assert lb.vip_port_id is not None  # P4
         read = ReadTree(
-            children=io.ListChildren(scope=scope_of(spec), load_balancer_id=lb.id, prefix=f"{lb.name}-"),
-            floating_ips=io.FindFloatingIps(scope=scope_of(spec), port_id=lb.vip_port_id),
+            children=io.ListChildren(scope=scope, load_balancer_id=lb.id, prefix=f"{lb.name}-"),
+            floating_ips=io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id),
         )
         return Decision("R1", read, "read the listeners, pools, health monitors and floating IPs")
-    p = _Pass(spec, uid, lb, obs.tree, obs.members)
+    p = _Pass(spec, uid, lb, obs.tree, obs.members, scope)
     for step in (_children_settled, _read_members, _members_settled, _floating_ip):
         if (d := step(p)) is not None:
             return d
@@ -195,18 +197,20 @@ def converge(spec: LoadBalancerSpec, uid: str, obs: Observation) -> Decision:
     return Decision("P8", Done(message), "converged: every object is ACTIVE", public_ip=recorded)
 
 
-def _load_balancer(spec: LoadBalancerSpec, uid: str, obs: Observation) -> io.LoadBalancerView | Decision:
+def _load_balancer(
+    spec: LoadBalancerSpec, uid: str, obs: Observation, scope: io.Scope
+) -> io.LoadBalancerView | Decision:
     """P1–P4: find or create lb-{uid}; its VIP; its provisioning status."""
     name = io.lb_name(uid)
     if obs.found is None:
-        find = io.FindLoadBalancer(scope=scope_of(spec), name=name)
+        find = io.FindLoadBalancer(scope=scope, name=name)
         return Decision("P1", find, f"find load balancer {name}")
     lb = _one(obs.found, name)
     if isinstance(lb, Fail):
         return Decision("P1", lb, f"more than one load balancer is named {name}")
     if lb is None:
         create = io.CreateLoadBalancer(
-            scope=scope_of(spec),
+            scope=scope,
             name=name,
             vip_network_id=spec.vip_network_id,
             vip_subnet_id=spec.vip_subnet_id,
@@ -424,15 +428,16 @@ def _prune_monitor_or_pool(p: _Pass) -> Decision | None:
 
 
 # --- delete (D1…D4) -----------------------------------------------------------------------------------
-def delete(spec: LoadBalancerSpec, uid: str, realised: bool, obs: Observation) -> Decision:
+def delete(
+    spec: LoadBalancerSpec, uid: str, realised: bool, obs: Observation, scope: io.Scope | None = None
+) -> Decision:
     """The next step of the delete pass; the cascade is waited out by later passes (D1 or D4)."""
     name = io.lb_name(uid)
     if not realised:
         return Decision("D1", Done(), "never realised: no create was attempted, so nothing can exist")
+    scope = scope or scope_of(spec)
     if obs.found is None:
-        return Decision(
-            "D1", io.FindLoadBalancer(scope=scope_of(spec), name=name), f"find load balancer {name}"
-        )
+        return Decision("D1", io.FindLoadBalancer(scope=scope, name=name), f"find load balancer {name}")
     lb = _one(obs.found, name)
     if isinstance(lb, Fail):
         return Decision("D1", lb, f"more than one load balancer is named {name}")
@@ -441,13 +446,13 @@ def delete(spec: LoadBalancerSpec, uid: str, realised: bool, obs: Observation) -
     if lb.provisioning_status in io.PENDING:
         return Decision("D4", Wait(), f"waiting for load balancer {name} to go ({lb.provisioning_status})")
     if lb.vip_port_id and obs.tree is None:
-        read = io.FindFloatingIps(scope=scope_of(spec), port_id=lb.vip_port_id)
+        read = io.FindFloatingIps(scope=scope, port_id=lb.vip_port_id)
         return Decision("D2", read, f"find the floating IPs on VIP port {lb.vip_port_id}")
     if obs.tree is not None and obs.tree.floating_ips:
         # First: the cascade removes the VIP port that anchors the floating IP (404 counts as deleted).
         fip = obs.tree.floating_ips[0]
         return Decision(
-            "D2", io.DeleteFloatingIp(scope=scope_of(spec), id=fip.id), f"delete floating IP {fip.address}"
+            "D2", io.DeleteFloatingIp(scope=scope, id=fip.id), f"delete floating IP {fip.address}"
         )
-    cascade = io.DeleteObject(scope=scope_of(spec), kind="loadbalancer", id=lb.id, cascade=True)
+    cascade = io.DeleteObject(scope=scope, kind="loadbalancer", id=lb.id, cascade=True)
     return Decision("D3", cascade, f"cascade-delete load balancer {name}")

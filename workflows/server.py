@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import ServerState
     from osprov.workflows.calls import call, call_local
-    from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase, error_type, failure_message
+    from osprov.workflows.entity import Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.event_recorder import note
     from osprov.workflows.rebuild import (
         Action,
@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         reconcile_pass,
     )
     from osprov.workflows.server_volumes import reconcile_attachments
+    from osprov.workflows.tenancy import CloudEntity
 
 MONITOR_SECONDS = 30.0  # health poll of a converged server
 # "Still waiting on Nova" re-checks: 1s growing by half each time to 10s (a fake-driver boot or rebuild
@@ -96,7 +97,7 @@ def available(ok: bool, reason: AvailableReason, message: str) -> ConditionState
 
 
 @workflow.defn(name="Server")
-class ServerWorkflow(Entity[ServerSpec, ServerState]):
+class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
     KIND = "Server"
     STATE = ServerState
 
@@ -108,17 +109,21 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
     def server_name(self) -> str:
         return f"server-{self.st.ref.uid}"
 
-    def project(self, spec: ServerSpec) -> io.Project:
-        return io.Project(name=spec.project.name, domain=spec.project.domain)
+    async def project(self, spec: ServerSpec, deleting: bool) -> io.Project | None:
+        """The tenancy step (workflows/tenancy.py): the project, and the credential every call runs on."""
+        where = await self.where(spec, deleting=deleting)
+        if where is None:
+            return None
+        return io.Project(name=where.project, domain=where.domain, credential=where.credential)
 
-    def metadata(self, spec: ServerSpec) -> dict[str, str]:
+    def metadata(self, spec: ServerSpec, project: io.Project) -> dict[str, str]:
         """User tags first, then the linkage keys, so a tag can never override them."""
         ref = self.st.ref
         meta = {f"{io.TAG_PREFIX}{k}": v for k, v in sorted(spec.tags.items())}
         meta.update(
             zip(
                 io.SYSTEM_KEYS,
-                (self.KIND, ref.namespace, ref.name, ref.uid, f"{spec.project.domain}/{spec.project.name}"),
+                (self.KIND, ref.namespace, ref.name, ref.uid, f"{project.domain}/{project.name}"),
                 strict=True,
             )
         )
@@ -177,7 +182,8 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
     # ----- one pass ------------------------------------------------------------------------------
     async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
         await self.check_image(spec)
-        project = self.project(spec)
+        project = await self.project(spec, deleting=False)
+        assert project is not None
         read = await self.observe(spec, project)
         if read is None:  # a failed pre-boot server is being deleted before it is recreated
             return self.provisioning("waiting for the failed server to be deleted before recreating it")
@@ -266,7 +272,7 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
                 network_ids=[n.network_id for n in spec.networks],
                 key_name=spec.keypair,
                 user_data=spec.user_data,
-                metadata=self.metadata(spec),
+                metadata=self.metadata(spec, project),
             ),
             summary=f"create server {name}",
         )
@@ -312,7 +318,7 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
         return self.provisioning("the server failed before its first boot; recreating it")
 
     async def ensure_metadata(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> None:
-        want = self.metadata(spec)
+        want = self.metadata(spec, project)
         if any(read.metadata.get(k) != v for k, v in want.items()):
             await call(
                 io.SET_METADATA,
@@ -422,10 +428,13 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
         """Delete server-{uid} (ours by its deterministic name); later passes re-read until Nova no longer
         lists it. One read per pass, requeued by the loop: a stuck delete never grows one run's history
         beyond the loop's continue-as-new bound."""
-        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
-            await self._finalize_polling(spec)
+        project = await self.project(spec, deleting=True)
+        if project is None:  # its Identity is gone or never got a project: no server can exist
             return None
-        project, name = self.project(spec), self.server_name()
+        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+            await self._finalize_polling(project)
+            return None
+        name = self.server_name()
         found = await call(
             io.FIND_SERVER, io.FindServer(project=project, name=name), summary=f"find server {name} to delete"
         )
@@ -450,10 +459,9 @@ class ServerWorkflow(Entity[ServerSpec, ServerState]):
             requeue_after=self.waiting(),
         )
 
-    async def _finalize_polling(self, spec: ServerSpec) -> None:
+    async def _finalize_polling(self, project: io.Project) -> None:
         """Runs that started deleting before PATCH_FINALIZE_REQUEUE replay this: the delete polled
         inside one pass until Nova no longer has the server."""
-        project = self.project(spec)
         name = self.server_name()
         found = await call(
             io.FIND_SERVER,

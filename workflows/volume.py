@@ -1,9 +1,10 @@
-"""Volume: a Cinder volume named volume-{uid} in the resource's project.
+"""Volume: a Cinder volume named volume-{uid} in its Identity's project (or an allowed spec.project).
 
 Contract: ../shared/spec/volumes.md. The decisions are pure functions in workflows/volume_decisions.py;
 this module executes them. Every pass rediscovers the volume by its deterministic name (exact match, done
 by the activity), so a worker crash between "create accepted" and "status written" adopts the volume
-instead of duplicating it. An accepted create is not success: the pass requeues on a durable timer until
+instead of duplicating it. Every pass starts with the tenancy step (workflows/tenancy.py): which project, and
+which credential every call runs on. An accepted create is not success: the pass requeues on a durable timer until
 Cinder reports the volume available; a delete is re-checked the same way, one read per pass. Step labels
 (C…, S…, D…) are those of the tables in volume_decisions.py and docs/volume.md, of
 tests/workflows/test_volume_decisions.py (one row each) and of test_volume.py (scenarios).
@@ -25,8 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import VolumeState
     from osprov.workflows.calls import call, call_local
-    from osprov.workflows.entity import Entity, Outcome, PassFailed, StatusBase
+    from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
+    from osprov.workflows.tenancy import CloudEntity, Where
     from osprov.workflows.volume_decisions import (
         DELETE_WAIT,
         ERROR_LOG,
@@ -68,7 +70,7 @@ def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionStat
 
 
 @workflow.defn(name="Volume")
-class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
+class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
     KIND = "Volume"
     STATE = VolumeState
 
@@ -76,18 +78,20 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    def target(self, spec: VolumeSpec) -> Target:
+    def target(self, where: Where) -> Target:
         ref = self.st.ref
         system = {
             "kind": self.KIND,
             "namespace": ref.namespace,
             "name": ref.name,
             "uid": ref.uid,
-            "project": f"{spec.project.domain}/{spec.project.name}",
+            "project": where.label,
         }
+        scope = io.ProjectScope(project=where.project, domain=where.domain, credential=where.credential)
         return Target(
             name=io.volume_name(ref.uid),
             system=system,
+            scope=scope,
             check_class=workflow.patched(PATCH_CLASS_CHECK),
             volume_known=self.k.volume_id is not None,
         )
@@ -153,7 +157,9 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
 
     # ----- create --------------------------------------------------------------------------------
     async def reconcile(self, spec: VolumeSpec, full: bool) -> Outcome:
-        target = self.target(spec)
+        where = await self.where(spec, deleting=False)
+        assert where is not None
+        target = self.target(where)
         d = await self._run_pass(lambda obs: create(spec, target, full, obs))
         if d.observed is not None:
             self.k.volume_id, self.k.size = d.observed.id, d.observed.size
@@ -175,10 +181,13 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
 
     # ----- delete --------------------------------------------------------------------------------
     async def finalize(self, spec: VolumeSpec) -> Outcome | None:
-        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
-            await self._finalize_polling(spec)
+        where = await self.where(spec, deleting=True)
+        if where is None:  # its Identity is gone or never got a project: no volume can exist
             return None
-        target = self.target(spec)
+        target = self.target(where)
+        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+            await self._finalize_polling(spec, target)
+            return None
         d = await self._run_pass(lambda obs: delete(spec, target, obs))
         if isinstance(d.action, Done):  # D1, D2
             return None
@@ -189,10 +198,9 @@ class VolumeWorkflow(Entity[VolumeSpec, VolumeState]):
             requeue_after=poll_delay(polls),
         )
 
-    async def _finalize_polling(self, spec: VolumeSpec) -> None:
+    async def _finalize_polling(self, spec: VolumeSpec, target: Target) -> None:
         """Runs that started deleting before PATCH_FINALIZE_REQUEUE replay this: the same decisions,
         re-read on timers inside one pass, at most MAX_DELETE_POLLS times."""
-        target = self.target(spec)
         announced = False
         for poll in range(MAX_DELETE_POLLS):
             d = await self._run_pass(lambda obs: delete(spec, target, obs))

@@ -101,25 +101,23 @@ class Decision:
 
 @dataclass(frozen=True)
 class Target:
-    """Who the volume belongs to: its deterministic name and the linkage keys written last."""
+    """Who the volume belongs to: its deterministic name, the linkage keys written last, and the project (and
+    credential) every call is scoped to (workflows/tenancy.py)."""
 
     name: str
     system: dict[str, str]
+    scope: io.ProjectScope
     check_class: bool = False  # C0 applies (runs started before the region inventory never check)
     volume_known: bool = False  # a volume was seen: C0 only before creating it again
 
-    @staticmethod
-    def scope(spec: VolumeSpec) -> io.ProjectScope:
-        return io.ProjectScope(project=spec.project.name, domain=spec.project.domain)
+
+def _where(target: Target) -> str:
+    return f"project {target.scope.project!r} in domain {target.scope.domain!r}"
 
 
-def _where(spec: VolumeSpec) -> str:
-    return f"project {spec.project.name!r} in domain {spec.project.domain!r}"
-
-
-def _find(spec: VolumeSpec, target: Target, rule: str) -> Decision:
-    find = io.FindVolumes(scope=Target.scope(spec), name=target.name)
-    return Decision(rule, find, f"find volume {target.name} in {spec.project.domain}/{spec.project.name}")
+def _find(target: Target, rule: str) -> Decision:
+    find = io.FindVolumes(scope=target.scope, name=target.name)
+    return Decision(rule, find, f"find volume {target.name} in {target.scope.domain}/{target.scope.project}")
 
 
 def _duplicates(target: Target, volumes: list[io.Volume], reason: AvailableReason, rule: str) -> Decision:
@@ -159,10 +157,10 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
         return observe(obs.volume)
     if obs.lookup is None:
         checked = None if target.volume_known else _class_check(spec, target, obs)
-        return checked or _find(spec, target, "C1")
+        return checked or _find(target, "C1")
     if not obs.lookup.project_found:
         message = (
-            f"{_where(spec)} does not exist in Keystone yet; create it (for example with a "
+            f"{_where(target)} does not exist in Keystone yet; create it (for example with a "
             "Project resource) — retrying"
         )
         return Decision("C1", Fail(message, AvailableReason.PROVISIONING), "the project does not exist yet")
@@ -174,7 +172,7 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
         if checked is not None:
             return checked
         make = io.CreateVolume(
-            scope=Target.scope(spec),
+            scope=target.scope,
             name=target.name,
             size=spec.size,
             volume_type=_volume_type(spec, obs),
@@ -188,9 +186,7 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
         and volume.status in io.PROVISIONED_STATUSES
         and io.metadata_drift(volume.metadata, spec.tags, target.system)
     ):
-        update = io.UpdateMetadata(
-            scope=Target.scope(spec), id=volume.id, tags=spec.tags, system=target.system
-        )
+        update = io.UpdateMetadata(scope=target.scope, id=volume.id, tags=spec.tags, system=target.system)
         return Decision("C5", update, f"update the osprov metadata of volume {target.name}")
     return observe(volume)  # C4: adopted
 
@@ -215,7 +211,7 @@ def delete(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
     if obs.volume is not None:  # the delete this pass sent (D3): a later read must confirm absence
         return Decision("D3", Wait(DELETE_WAIT), f"{DELETE_WAIT} (it was {obs.volume.status})")
     if obs.lookup is None:
-        return _find(spec, target, "D1")
+        return _find(target, "D1")
     if not obs.lookup.project_found:
         return Decision("D1", Done(), "the project does not exist: no volume can have been created")
     volumes = obs.lookup.volumes
@@ -235,6 +231,6 @@ def delete(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
         return Decision("D5", failed, "Cinder failed to delete the volume (details in the worker log)")
     if volume.status in io.DELETABLE_STATUSES:
         return Decision(
-            "D3", io.DeleteVolume(scope=Target.scope(spec), id=volume.id), f"delete volume {target.name}"
+            "D3", io.DeleteVolume(scope=target.scope, id=volume.id), f"delete volume {target.name}"
         )
     return Decision("D6", Wait(DELETE_WAIT), f"{DELETE_WAIT} (it is {volume.status})")

@@ -49,7 +49,10 @@ def test_crd_is_structural_namespaced_with_status_and_columns(info: KindInfo) ->
     assert crd["metadata"]["name"] == f"{info.plural}.{info.group}"
     assert crd["spec"]["scope"] == "Namespaced"
     names = crd["spec"]["names"]
-    assert names["kind"] == info.kind and names["plural"] == info.kind.lower() + "s"
+    plural = (
+        info.kind.lower().removesuffix("y") + "ies" if info.kind.endswith("y") else info.kind.lower() + "s"
+    )
+    assert names["kind"] == info.kind and names["plural"] == plural
     assert set(info.categories) <= set(names["categories"])
     version = crd["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}

@@ -161,5 +161,6 @@ def test_every_rule_of_a_model_reaches_its_crd(info: KindInfo) -> None:
     """A field's own json_schema_extra would overwrite the rules its type brings; none may be lost."""
     crd_rules = all_rules(load_crd(info)["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
     declared = _rules_of(info.spec_model)
-    assert declared, "every kind has at least its names' rules"
+    # An Identity names nothing in Keystone: its project and user are named after its UID.
+    assert declared or info.kind == "Identity", "every kind has at least its names' rules"
     assert {rule.cel for rule in declared} <= set(crd_rules)

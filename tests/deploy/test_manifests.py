@@ -130,10 +130,11 @@ def test_kustomization_lists_every_crd_and_manifest() -> None:
         assert (REPO / "deploy" / item).exists(), item
 
 
-def test_roles_create_and_delete_nothing_but_the_bridge_lease_the_worker_events_and_the_inventory() -> None:
+def test_roles_create_and_delete_only_the_lease_events_identity_secrets_and_the_inventory() -> None:
     allowed = {
         ("osprov-bridge", "create", "coordination.k8s.io", "leases"),
         ("osprov-worker", "create", "events.k8s.io", "events"),
+        ("osprov-worker", "create", "", "secrets"),  # an Identity's credential Secret
     }
     published = {(k.group, k.plural) for k in INVENTORY_KINDS}
     for g in rbac.grants():
@@ -181,7 +182,7 @@ def test_roles_grant_every_kind_alike() -> None:
         assert verbs("osprov-worker", k.group, f"{k.plural}/status") == {"patch"}, k.plural
         assert not verbs("osprov-worker", k.group, f"{k.plural}/finalizers"), k.plural
     assert verbs("osprov-bridge", "", "secrets") == {"list", "watch"}  # as metadata only (bridge/watch.py)
-    assert verbs("osprov-worker", "", "secrets") == {"get"}
+    assert verbs("osprov-worker", "", "secrets") == {"get", "create", "patch"}  # patch: an Identity's own
 
 
 def test_the_bridge_may_update_only_its_own_lease() -> None:

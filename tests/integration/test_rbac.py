@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator, run_emulator
@@ -114,6 +115,21 @@ def pause_and_resume(osprov: Osprov, name: str) -> None:
     annotate(osprov, "Domain", "rbac-domain", {PAUSED: None})
 
 
+def identity_secret_written(osprov: Osprov, emulator: RunningEmulator, domain: str) -> None:
+    """An Identity in the test's domain: its credential Secret created, then patched when a full pass finds
+    it tampered with (the worker's create and patch of Secrets); deleted before its domain goes."""
+    mapping = {"roles": ["member"], "namespaces": {osprov.namespace: {"domain": domain, "any_project": True}}}
+    Path(osprov.worker.env["OSPROV_TENANCY_FILE"]).write_text(yaml.safe_dump(mapping))
+    osprov.apply("Identity", "rbac-identity", {})
+    secret = osprov.wait_ready("Identity", "rbac-identity")["status"]["secretName"]
+    osprov.create_secret(secret, {"OS_APPLICATION_CREDENTIAL_ID": "tampered"})
+    osprov.apply("Identity", "rbac-identity", {"credential": {"overlap": "6m"}})  # a full pass reads it
+    osprov.wait_ready("Identity", "rbac-identity", generation=2)
+    wait_for(lambda: calls_like(emulator, "patch", "secrets"), "the Secret re-published")
+    osprov.delete("Identity", "rbac-identity")
+    wait_for(lambda: osprov.get("Identity", "rbac-identity") is None, "Identity deleted", 60)
+
+
 def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator: RunningEmulator) -> None:
     name = f"rbac-{uuid.uuid4().hex[:8]}"
     osprov.create_secret("rbac-pw", {"OS_PASSWORD": "rbac-test-password-1"})
@@ -122,6 +138,7 @@ def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator:
     user = {"name": name, "domain": name, "deletionPolicy": "delete", "passwordSecret": {"name": "rbac-pw"}}
     osprov.apply("User", "rbac-user", user)
     osprov.wait_ready("User", "rbac-user")
+    identity_secret_written(osprov, emulator, name)
     osprov.delete("User", "rbac-user")  # first: the domain must be empty before it goes
     wait_for(
         lambda: osprov.get("User", "rbac-user") is None, "User deleted (finalizer removed by the worker)"
@@ -142,9 +159,11 @@ def test_every_call_is_granted_and_every_grant_is_used(osprov: Osprov, emulator:
 
 def test_the_bridge_reads_secrets_as_metadata_only(osprov: Osprov, emulator: RunningEmulator) -> None:
     wait_for(lambda: calls_like(emulator, "watch", "secrets"), "the bridge watches Secrets")
-    secret_reads = [x for x in audit_lines(emulator) if x["resource"] == "secrets" and x["verb"] != "get"]
-    assert all(x["user_agent"].startswith("osprov-bridge") for x in secret_reads)
+    secret_calls = [x for x in audit_lines(emulator) if x["resource"] == "secrets" and x["verb"] != "get"]
+    # Only the bridge lists and watches them; the worker only writes an Identity's own Secret.
+    secret_reads = [x for x in secret_calls if x["user_agent"].startswith("osprov-bridge")]
     assert {x["verb"] for x in secret_reads} == {"list", "watch"}
+    assert {x["verb"] for x in secret_calls if x not in secret_reads} <= {"create", "patch"}
     for x in secret_reads:
         wanted = "PartialObjectMetadataList" if x["verb"] == "list" else "PartialObjectMetadata"
         assert x["as"] == wanted, x

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from osprov.api import inventory_io
+from osprov.api import identity_io, inventory_io
+from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.ownership import ObjectKey
 from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
+from tests.workflows.fakes_identity import ROLES
 from tests.workflows.harness import Harness, eventually
 
 FINALIZER = "keystone.osh.openstack.org/finalizer"
@@ -74,8 +76,29 @@ async def keystone_object(h: Harness, _: str) -> str:
     return ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone, h.queue)
 
 
+async def identity(h: Harness, kind: str) -> str:
+    """An Identity: claims, credential #1, a resync (the Secret read), a use by a Volume's workflow ID that
+    no longer exists (dropped by the deletion guard), delete (revoke, release with delete)."""
+    h.cloud.add("domain", name="tenants", enabled=True)
+    for role in ROLES:
+        h.cloud.add("role", name=role)
+    spec: dict[str, Any] = {}
+    finalizer = f"{IDENTITY_GROUP}/finalizer"
+    wf = await h.apply(kind, spec, name="replay", uid="replay-identity")
+    await eventually(lambda: bool(h.cloud.identity.issued), "credential issued")
+    await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "identity ready")
+    await h.env.sleep(601)
+    await eventually(lambda: h.cloud.identity.count(identity_io.CHECK_SECRET.name) >= 1, "identity resynced")
+    gone = identity_io.IdentityUser(workflow_id="Volume/ns/v/gone", kind="Volume", name="v", uid="gone")
+    await h.send(wf, identity_io.IdentityUse(user=gone, seq=1), identity_io.SIGNAL_USE)
+    await h.signal(wf, 1, spec, deleting=True, finalizers=[finalizer])
+    await wf.result()
+    return wf.id
+
+
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
 SCENARIOS["KeystoneObject"] = keystone_object
+SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario

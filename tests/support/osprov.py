@@ -246,6 +246,11 @@ def run_osprov(
         }
         | (extra_env or {})
     )
+    if "OSPROV_TENANCY_FILE" not in env:
+        # The cloud kinds' modules name projects they create (spec.project): the operator's explicit opt-in.
+        mapping = {"namespaces": {ns: {"any_project": True} for ns in [namespace, *others]}}
+        env["OSPROV_TENANCY_FILE"] = str(tmp / "tenancy.yaml")
+        (tmp / "tenancy.yaml").write_text(yaml.safe_dump(mapping))
     kube = kubernetes.config.new_client_from_config(config_file=env["KUBECONFIG"])
     for ns in [namespace, *others]:
         kubernetes.client.CoreV1Api(kube).create_namespace({"metadata": {"name": ns}})  # type: ignore[arg-type]

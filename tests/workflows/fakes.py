@@ -24,6 +24,7 @@ from osprov.api.kube_io import (
     SecretVersion,
     WriteResult,
 )
+from tests.workflows.fakes_identity import FakeIdentities
 
 
 @dataclass
@@ -47,6 +48,8 @@ class FakeCloud:
     # What the region inventory publishes, as the Volume and Server checks read it (default: no inventory).
     offer: inventory_io.Offer = field(default_factory=lambda: inventory_io.Offer(enabled=False))
     offered_images: set[str] = field(default_factory=set)
+    # The tenancy mapping, Identities and application credentials (fakes_identity.py).
+    identity: FakeIdentities = field(default_factory=FakeIdentities)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -221,4 +224,5 @@ class FakeCloud:
             check_grant,
             put_grant,
             revoke_grant,
+            *cloud.identity.activities(),
         ]

@@ -30,7 +30,7 @@ from osprov.workflows.volume_decisions import (
 NAME = io.volume_name("u1")
 SCOPE = io.ProjectScope(project="p", domain="Default")
 SYSTEM = {"kind": "Volume", "namespace": "ns", "name": "data", "uid": "u1", "project": "Default/p"}
-TARGET = Target(name=NAME, system=SYSTEM)
+TARGET = Target(name=NAME, system=SYSTEM, scope=SCOPE)
 TAGS = {"team": "storage"}
 IN_SYNC = io.volume_metadata(TAGS, SYSTEM | {"region": "RegionOne"})
 
