@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from temporalio import activity
 from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
@@ -190,18 +191,26 @@ async def test_failure_messages_and_stack_traces_in_history_are_encrypted(tenv: 
             start_signal_args=[change],
         )
         await eventually(lambda: bool(cloud.statuses), "the failure reported in status")
+        failures: list[Failure] = []
+
+        async def failure_recorded() -> bool:  # a local activity's marker lands with its workflow task
+            nonlocal history
+            history = await handle.fetch_history()
+            failures[:] = [
+                e.activity_task_failed_event_attributes.failure
+                for e in history.events
+                if e.HasField("activity_task_failed_event_attributes")
+            ] + [
+                e.marker_recorded_event_attributes.failure
+                for e in history.events
+                if e.HasField("marker_recorded_event_attributes")
+                and e.marker_recorded_event_attributes.HasField("failure")
+            ]
+            return bool(failures)
+
         history = await handle.fetch_history()
+        await eventually(failure_recorded, "the failure recorded in history")
         await handle.terminate("done")
-    failures = [
-        e.activity_task_failed_event_attributes.failure
-        for e in history.events
-        if e.HasField("activity_task_failed_event_attributes")
-    ] + [
-        e.marker_recorded_event_attributes.failure
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-        and e.marker_recorded_event_attributes.HasField("failure")
-    ]
     failure = failures[0]
     assert failure.message == "Encoded failure" and failure.stack_trace == ""
     assert failure.encoded_attributes.metadata["encoding"] == ENCODING
