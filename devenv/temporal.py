@@ -42,6 +42,10 @@ def start(codec_endpoint: str) -> None:
         # Flag workflows whose workflow tasks keep failing (a bug): TemporalReportedProblems is searchable.
         "--dynamic-config-value",
         "system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2",
+        # An idle poller's long poll returns empty after 10 s instead of 60 s: a worker's liveness (its last
+        # successful poll, worker/health.py) can then be judged over a short window in tests.
+        "--dynamic-config-value",
+        'matching.longPollExpirationInterval="10s"',
         "--log-level",
         "warn",
     ]
