@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from temporalio import activity
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.failure.v1 import Failure
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.testing import WorkflowEnvironment
@@ -192,10 +192,11 @@ async def test_failure_messages_and_stack_traces_in_history_are_encrypted(tenv: 
         )
         await eventually(lambda: bool(cloud.statuses), "the failure reported in status")
         failures: list[Failure] = []
+        histories: list[WorkflowHistory] = []
 
         async def failure_recorded() -> bool:  # a local activity's marker lands with its workflow task
-            nonlocal history
             history = await handle.fetch_history()
+            histories.append(history)
             failures[:] = [
                 e.activity_task_failed_event_attributes.failure
                 for e in history.events
@@ -208,9 +209,9 @@ async def test_failure_messages_and_stack_traces_in_history_are_encrypted(tenv: 
             ]
             return bool(failures)
 
-        history = await handle.fetch_history()
         await eventually(failure_recorded, "the failure recorded in history")
         await handle.terminate("done")
+    history = histories[-1]
     failure = failures[0]
     assert failure.message == "Encoded failure" and failure.stack_trace == ""
     assert failure.encoded_attributes.metadata["encoding"] == ENCODING

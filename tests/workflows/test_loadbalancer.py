@@ -346,7 +346,7 @@ async def test_web_ui_timeline_reads_as_sentences(env: Env) -> None:
     assert labels and unreadable == []
     texts = [text for _, text in labels]
     lb = env.name()
-    assert texts[0].startswith("check the tenancy mapping allows project")  # before any cloud call
+    assert (texts[0] or "").startswith("check the tenancy mapping allows project")  # before any cloud call
     assert texts[1] == f"P1: find load balancer {lb}"
     assert texts[-1] == "remove finalizer octavia.osh.openstack.org/finalizer"
     assert f"re-check: P3: load balancer {lb} is PENDING_UPDATE; waiting for ACTIVE" in texts
