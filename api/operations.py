@@ -83,6 +83,7 @@ class OpsState(BaseModel):
     """The loop's bookkeeping for pause, reconcile-now, the per-object resync period and Events."""
 
     paused: bool = False  # the last pass found the pause annotation
+    paused_generation: int | None = None  # the generation the Paused condition names as not applied
     reconcile_handled: str | None = None  # the reconcile-requested-at value last acted on
     resync_seconds: float | None = None  # spec.resyncPeriod of the last parsed spec (None: the default)
     events: bool = False  # this run records Events (runs begun before them switch at a live pass)

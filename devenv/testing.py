@@ -96,7 +96,9 @@ def _provide(full: bool) -> Iterator[StackEnv]:
         _users_dir().mkdir(parents=True, exist_ok=True)
         (_users_dir() / str(os.getpid())).touch()
     env = stack.load_env()
-    os.environ.update(env)  # openstacksdk, kubernetes and temporal helpers read these
+    # openstacksdk, kubernetes and temporal helpers read these; the ownership policy is the started
+    # worker's, not this process's (in-process tests set their own).
+    os.environ.update({k: v for k, v in env.items() if not k.startswith("OSPROV_OWNERSHIP_")})
     try:
         yield StackEnv.from_env(env)
     finally:

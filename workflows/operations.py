@@ -79,7 +79,7 @@ class Ops:
 
     def resumed(self) -> bool:
         """True once: the first pass after the pause annotation went away (it converges in full)."""
-        was, self.s.paused = self.s.paused, False
+        was, self.s.paused, self.s.paused_generation = self.s.paused, False, None
         return was
 
     def requested(self, change: ResourceChange) -> bool:
@@ -97,9 +97,12 @@ class Ops:
         e.st.retry_at = None
         waiting = "deletion waits until it is removed" if change.deleting else "changes are applied then"
         e.set_step(f"paused by the annotation {PAUSED}: nothing is called; {waiting}")
-        if self.s.paused:
+        if self.s.paused and self.s.paused_generation == change.generation:
             return
-        self.s.paused = True
+        # Paused, or a new generation arrived while paused: the condition says which one waits (the
+        # annotation and a spec change often come as two changes, in either order).
+        first = not self.s.paused
+        self.s.paused, self.s.paused_generation = True, change.generation
         written = e.st.written_status or {}
         reconciled = int(written.get("observedGeneration") or 0)
         ready = self.ready(e.st.conditions)
@@ -110,7 +113,7 @@ class Ops:
             else ""
         )
         condition = ConditionState.of(e.info.ready_condition, ok, PAUSED_REASON, PAUSED_NOTE + pending)
-        self.notes = [note(PAUSED_REASON, PAUSED_NOTE, action="Pause")]
+        self.notes = [note(PAUSED_REASON, PAUSED_NOTE, action="Pause")] if first else []
         await e._publish(change, [condition], generation=reconciled)
 
     # ----- Events ----------------------------------------------------------------------------------

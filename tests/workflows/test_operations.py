@@ -69,10 +69,12 @@ async def test_a_paused_resource_calls_nothing_until_the_annotation_goes(h: Harn
     await h.env.sleep(700)  # retries and resyncs would be due by now
     desired = (await h.state(wf)).desired
     assert desired is not None and desired.generation == 2  # the change is recorded …
+    # … the condition names the generation that waits (the annotation came first, the change second) …
+    assert "generation 2 is not applied" in h.last_ready()["message"]
     assert (
-        h.cloud.calls == ["kube.patch_status"] and h.cloud.object_workflows == set()
-    )  # … and nothing called
-    assert h.cloud.reasons(domain) == ["Paused"]
+        h.cloud.calls == ["kube.patch_status"] * 2 and h.cloud.object_workflows == set()
+    )  # … and nothing else is called
+    assert h.cloud.reasons(domain) == ["Paused"]  # one Event
     await h.signal(wf, 2, {"name": "d", "description": "while paused"})
     await eventually(
         lambda: h.last_ready()["reason"] == "Created" or h.last_ready()["status"] == "True", "resumed"

@@ -45,6 +45,13 @@ async def delete(h: Harness, wf: Any, spec: dict[str, Any]) -> None:
     await wf.result()
 
 
+@pytest.fixture(autouse=True)
+def no_operator_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row starts from an operator who allow-listed and denied nothing (tests set their own)."""
+    monkeypatch.delenv("OSPROV_OWNERSHIP_ALLOW", raising=False)
+    monkeypatch.delenv("OSPROV_OWNERSHIP_DENY", raising=False)
+
+
 # --- origin: created by osprov ---------------------------------------------------------------------------
 
 
