@@ -44,6 +44,11 @@ ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
 class KeystoneObjectWorkflow:
+    # Read by osprov.workflows.calls.call: Keystone calls are short, so no heartbeat timeout (a dead
+    # worker's call is retried after its start-to-close timeout); in time-skipping tests skipped server
+    # time would outrun real heartbeats.
+    heartbeat_timeout: timedelta | None = None
+
     def __init__(self) -> None:
         self.s: ObjectState | None = None
         self._dirty = False
