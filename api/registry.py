@@ -24,8 +24,24 @@ class PrinterColumn:
     priority: int = 0  # 0: always shown; 1: only with -o wide
 
 
+class _CrdNames:
+    """The names Kubernetes derives from a kind's group, version and plural (both registries use them)."""
+
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
 @dataclass(frozen=True)
-class KindInfo:
+class KindInfo(_CrdNames):
     kind: str
     group: str
     version: str
@@ -40,14 +56,6 @@ class KindInfo:
     ready_condition: str  # condition type that means "this resource is done": Ready or Available
     extra_columns: tuple[PrinterColumn, ...] = field(default=())  # between Reason/ID and Age
     id_column_priority: int = 0  # 1 hides a wide ID column (Endpoint's map) unless -o wide
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
 
     @property
     def id_attribute(self) -> str | None:
@@ -243,7 +251,7 @@ def kind_info(kind: str) -> KindInfo:
 
 
 @dataclass(frozen=True)
-class InventoryKindInfo:
+class InventoryKindInfo(_CrdNames):
     """A cluster-scoped kind of region.osh.openstack.org: no status, no workflow per object, not watched by
     the bridge. `worker_verbs` is what the worker's ClusterRole grants on it (deploy/rbac.yaml; the Helm
     chart reads it from the CRD's annotation, so the two cannot drift)."""
@@ -259,14 +267,6 @@ class InventoryKindInfo:
     group: str = region.REGION_GROUP
     version: str = region.REGION_VERSION
     categories: tuple[str, ...] = ("region",)
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
 
     @property
     def singular(self) -> str:
