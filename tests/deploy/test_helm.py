@@ -21,6 +21,7 @@ import yaml
 from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator, run_emulator
+from osprov.activities import tenancy
 from tests.deploy.test_manifests import REPO
 from tests.deploy.test_transport_manifests import kustomize
 
@@ -67,6 +68,10 @@ def comparable(doc: Doc) -> Doc:
             container["volumeMounts"] = sorted(container.get("volumeMounts") or [], key=lambda m: m["name"])
     if doc["kind"] in ("Role", "ClusterRole"):
         doc["rules"] = _rules(doc["rules"])
+    if doc["kind"] == "ConfigMap":  # a YAML file in a ConfigMap: its content, not its spelling
+        doc["data"] = {
+            k: yaml.safe_load(v) if k.endswith(".yaml") else v for k, v in (doc.get("data") or {}).items()
+        }
     return doc
 
 
@@ -86,6 +91,20 @@ def test_helm_template_renders_the_kustomize_base(tmp_path: Path) -> None:
 def test_with_tls_the_chart_renders_the_temporal_tls_component(tmp_path: Path) -> None:
     values = {"temporal": {"tls": {"enabled": True}}}
     assert by_object(helm_template(values)) == by_object(kustomize(tmp_path, "temporal-tls"))
+
+
+def test_the_tenancy_values_become_the_mapping_the_worker_reads(tmp_path: Path) -> None:
+    mapping = {
+        "namespaces": {"team-a": {"domain": "tenants", "projects": [{"name": "old", "domain": "Default"}]}}
+    }
+    docs = helm_template({"tenancy": mapping})
+    [configmap] = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "osprov-tenancy"]
+    path = tmp_path / "tenancy.yaml"
+    path.write_text(configmap["data"]["tenancy.yaml"])
+    config = tenancy.load(str(path))
+    assert config.namespaces["team-a"].domain == "tenants"
+    assert [p.name for p in config.namespaces["team-a"].projects] == ["old"]
+    assert config.roles == ["member", "load-balancer_member"]  # the chart's default stays
 
 
 def test_the_rbac_rules_follow_the_crds_and_the_lease_name() -> None:
@@ -117,14 +136,22 @@ def test_the_rbac_rules_follow_the_crds_and_the_lease_name() -> None:
 def test_without_an_inventory_config_the_chart_grants_nothing_cluster_wide() -> None:
     docs = helm_template({"inventory": {"config": ""}})
     assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-    [settings] = [d for d in docs if d["kind"] == "ConfigMap"]
+    [settings] = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "osprov-settings"]
     assert settings["data"]["OSPROV_INVENTORY_CONFIG"] == ""
 
 
 def test_the_watched_namespace_defaults_to_the_release_namespace() -> None:
-    [settings] = [d for d in helm_template(namespace="tenant-a") if d["kind"] == "ConfigMap"]
+    [settings] = [
+        d
+        for d in helm_template(namespace="tenant-a")
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "osprov-settings"
+    ]
     assert settings["data"]["OSPROV_NAMESPACES"] == "tenant-a"
-    [settings] = [d for d in helm_template({"watchNamespaces": ["a", "b"]}) if d["kind"] == "ConfigMap"]
+    [settings] = [
+        d
+        for d in helm_template({"watchNamespaces": ["a", "b"]})
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "osprov-settings"
+    ]
     assert settings["data"]["OSPROV_NAMESPACES"] == "a,b"
 
 

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from osprov.activities import tenancy
 from osprov.api.registry import ALL_KINDS, INVENTORY_CONFIG, INVENTORY_KINDS
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 from osprov.cli import BUILTIN
@@ -243,3 +244,20 @@ def test_two_bridges_and_every_process_probed_on_its_health_endpoints() -> None:
             assert container[probe]["httpGet"] == {"path": path, "port": "health"}, (name, probe)
             # A probe that times out fails too: the health server answers from memory, at once.
             assert container[probe]["timeoutSeconds"] >= 1
+
+
+def test_the_worker_reads_the_tenancy_mapping_from_the_operators_configmap(tmp_path: Path) -> None:
+    """OSPROV_TENANCY_FILE names a file of the ConfigMap osprov-tenancy as the worker mounts it; as shipped
+    it parses and maps no namespace (everything refused until the operator maps one)."""
+    [config] = manifests("config.yaml")
+    path = Path(config["data"]["OSPROV_TENANCY_FILE"])
+    pod = deployment("worker")["spec"]["template"]["spec"]
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+    assert mount["readOnly"] is True
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    [configmap] = manifests("tenancy.yaml")
+    assert volume["configMap"]["name"] == configmap["metadata"]["name"] == "osprov-tenancy"
+    copy = tmp_path / path.name
+    copy.write_text(configmap["data"][path.name])
+    mapping = tenancy.load(str(copy))
+    assert mapping.namespaces == {} and mapping.roles == list(tenancy.DEFAULT_ROLES)

@@ -71,7 +71,11 @@ def test_the_tls_component_mounts_the_secret_the_settings_name(tmp_path: Path) -
 
 
 def test_without_the_component_transport_security_is_not_configured(tmp_path: Path) -> None:
-    [settings] = [d for d in kustomize(tmp_path) if d["kind"] == "ConfigMap"]
+    [settings] = [
+        d
+        for d in kustomize(tmp_path)
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "osprov-settings"
+    ]
     assert not [k for k in settings["data"] if k.startswith("OSPROV_TEMPORAL_TLS")]
 
 
