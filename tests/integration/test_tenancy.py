@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes.client
 import pytest
 import yaml
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 from openstack.identity.v3._proxy import Proxy as Identity
@@ -151,6 +152,52 @@ def test_an_identity_gets_its_own_project_user_and_credential(
     assert session.get_project_id() == project.id
     assert session.get_user_id() == status["userID"] != admin.current_user_id
     admin.close()
+
+
+def published(o: Osprov, secret_name: str) -> dict[str, str]:
+    secret = kubernetes.client.CoreV1Api(o.kube).read_namespaced_secret(secret_name, o.namespace)
+    return {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+
+
+def scope_of(stack: StackEnv, data: dict[str, str]) -> str | None:
+    """The project a fresh token of this application credential is scoped to; None when Keystone refuses it."""
+    auth = v3.ApplicationCredential(
+        auth_url=stack.keystone_url,
+        application_credential_id=data["OS_APPLICATION_CREDENTIAL_ID"],
+        application_credential_secret=data["OS_APPLICATION_CREDENTIAL_SECRET"],
+    )
+    try:
+        return str(ksa_session.Session(auth=auth, verify=False).get_project_id())
+    except ks_exceptions.Unauthorized:
+        return None
+
+
+def test_an_identity_rotates_its_credential_before_expiry_and_revokes_the_old_one_after_the_overlap(
+    world: dict[str, Any], identity_stack: StackEnv
+) -> None:
+    """Rows I6 and I7 on the real Keystone: the next credential is in the Secret while the current one still
+    works (no moment without a working credential), and the old one stops working `overlap` later."""
+    a = world["a"]
+    credential = {"lifetime": "1m", "rotateBefore": "45s", "overlap": "20s"}  # rotation 15 s after issue
+    a.apply("Identity", "rotating", {"credential": credential})
+    status = a.wait_ready("Identity", "rotating", timeout_s=60)["status"]
+    first = published(a, status["secretName"])
+    assert scope_of(identity_stack, first) == status["projectID"]
+    second = wait_for(
+        lambda: (
+            d
+            if (d := published(a, status["secretName"]))["OS_APPLICATION_CREDENTIAL_ID"]
+            != first["OS_APPLICATION_CREDENTIAL_ID"]
+            else None
+        ),
+        "the next credential published",
+        90,
+    )
+    assert scope_of(identity_stack, second) == status["projectID"]
+    assert scope_of(identity_stack, first) == status["projectID"]  # the overlap: both work for now
+    wait_for(lambda: scope_of(identity_stack, first) is None, "the old credential revoked", 90)
+    assert status_of(a, "Identity", "rotating")["credentialID"] != first["OS_APPLICATION_CREDENTIAL_ID"]
+    gone(a, "Identity", "rotating")
 
 
 def test_namespace_b_can_neither_use_a_identity_nor_make_one(world: dict[str, Any]) -> None:
