@@ -168,7 +168,7 @@ def scope_of(stack: StackEnv, data: dict[str, str]) -> str | None:
     )
     try:
         return str(ksa_session.Session(auth=auth, verify=False).get_project_id())
-    except ks_exceptions.Unauthorized:
+    except (ks_exceptions.Unauthorized, ks_exceptions.NotFound):  # a deleted one is "not found"
         return None
 
 
