@@ -178,7 +178,7 @@ def test_an_identity_rotates_its_credential_before_expiry_and_revokes_the_old_on
     """Rows I6 and I7 on the real Keystone: the next credential is in the Secret while the current one still
     works (no moment without a working credential), and the old one stops working `overlap` later."""
     a = world["a"]
-    credential = {"lifetime": "1m", "rotateBefore": "45s", "overlap": "20s"}  # rotation 15 s after issue
+    credential = {"lifetime": "1m", "rotateBefore": "50s", "overlap": "20s"}  # rotation 10 s after issue
     a.apply("Identity", "rotating", {"credential": credential})
     status = a.wait_ready("Identity", "rotating", timeout_s=60)["status"]
     first = published(a, status["secretName"])
