@@ -134,6 +134,15 @@ class Harness:
         return self.cloud.statuses[-1]["conditions"][0]  # type: ignore[no-any-return]
 
 
+async def skip(env: WorkflowEnvironment, seconds: float, step: float = 600.0) -> None:
+    """Advance server time by `seconds` in steps: one sleep of hours, while a loop continues-as-new many
+    times, can outlast the test server's request handling on a loaded machine (an http2 error)."""
+    left = seconds
+    while left > 0:
+        await env.sleep(min(step, left))
+        left -= step
+
+
 async def harness(tenv: WorkflowEnvironment) -> AsyncIterator[Harness]:
     cloud = FakeCloud()
     queue = f"q-{uuid.uuid4()}"

@@ -18,7 +18,7 @@ from osprov.api import errors as api_errors
 from osprov.workflows.volume import POLL_MAX_SECONDS, poll_delay
 from osprov.workflows.volume_decisions import DELETE_WAIT
 from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
-from tests.workflows.harness import CONFIG
+from tests.workflows.harness import CONFIG, skip
 from tests.workflows.history import current_run
 
 UID = "5e1f0c3a-0000-4000-8000-000000000001"
@@ -185,7 +185,7 @@ async def test_D3_delete_waits_until_a_later_read_confirms_absence(h: CinderHarn
 async def test_D6_stuck_delete_keeps_every_run_short_and_ends_when_cinder_does(h: CinderHarness) -> None:
     """Cinder never finishes the delete: re-read one pass at a time (no failure, no backoff to minutes);
     continue-as-new bounds each run's history."""
-    passes = 40
+    passes = 10
     h.cinder.add_project()
     wf = await h.apply(
         "Volume", spec(), uid=UID, config=CONFIG.model_copy(update={"max_passes_per_run": passes})
@@ -194,7 +194,7 @@ async def test_D6_stuck_delete_keeps_every_run_short_and_ends_when_cinder_does(h
     h.cinder.delete_script = ["deleting"] * 5000
     first = await current_run(h.env.client, wf.id)
     await delete(h, wf)
-    await h.env.sleep(2 * 3600)
+    await skip(h.env, 30 * 60)
     run = await current_run(h.env.client, wf.id)
     assert run.run_id != first.run_id  # the delete went on across runs
     assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
