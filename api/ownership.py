@@ -132,6 +132,10 @@ class Claim(_Frozen):
     seq: int  # echoed in the result: the claimant waits for the answer to its latest claim
     full: bool = False  # a full pass (desired state changed or the periodic resync): check drift, probe
     binding: Binding = Field(default_factory=Binding)
+    # The claimant's activity heartbeat timeout (EntityConfig.heartbeat_seconds), which the object's own
+    # Keystone calls use too: a dead worker's call moves on in seconds. None: no heartbeat timeout (the
+    # time-skipping tests, where skipped server time outruns real heartbeats).
+    heartbeat_seconds: float | None = 4.0
 
 
 class Release(_Frozen):
@@ -196,6 +200,7 @@ class ObjectState(BaseModel):
     watchers: list[str] = Field(default_factory=list)  # dependents' workflow IDs, told of every change
     parent_ids: dict[str, str] = Field(default_factory=dict)  # field -> ID of the object it references
     password_version: str | None = None  # Secret version whose password Keystone holds (verified or set)
+    heartbeat_seconds: float | None = 4.0  # from the latest claim (Claim.heartbeat_seconds)
     policy: Policy | None = None
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
     passes: int = 0

@@ -137,6 +137,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
                         seq=seq,
                         full=full,
                         binding=binding_of(spec),
+                        heartbeat_seconds=self.st.config.heartbeat_seconds,
                     ),
                     summary=f"declare {key} to its workflow",
                 )

@@ -44,11 +44,6 @@ ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
 class KeystoneObjectWorkflow:
-    # Read by osprov.workflows.calls.call: Keystone calls are short, so no heartbeat timeout (a dead
-    # worker's call is retried after its start-to-close timeout); in time-skipping tests skipped server
-    # time would outrun real heartbeats.
-    heartbeat_timeout: timedelta | None = None
-
     def __init__(self) -> None:
         self.s: ObjectState | None = None
         self._dirty = False
@@ -75,6 +70,7 @@ class KeystoneObjectWorkflow:
             s.claims.append(claim)
         else:
             s.claims[at] = claim  # a claimant keeps its place (first declared, first applied)
+        s.heartbeat_seconds = claim.heartbeat_seconds
         self._full = self._full or claim.full
         self._dirty = True
 
@@ -112,6 +108,13 @@ class KeystoneObjectWorkflow:
                 else:
                     s.parent_ids.pop(field, None)
         self._dirty = True
+
+    @property
+    def heartbeat_timeout(self) -> timedelta | None:
+        """Read by osprov.workflows.calls.call: the claimants' setting (Claim.heartbeat_seconds), so a dead
+        worker's create is retried in seconds, and time-skipping tests (which turn it off) stay exact."""
+        seconds = self.s.heartbeat_seconds if self.s is not None else None
+        return None if seconds is None else timedelta(seconds=seconds)
 
     @workflow.query(name=own.QUERY_OBJECT)
     def record(self) -> ObjectState | None:
