@@ -1,6 +1,6 @@
 """The `osprov` console script: the top of the import graph.
 
-`osprov worker`, `osprov bridge` and `osprov codec-server` are built in. Other distributions add
+`osprov worker`, `osprov bridge`, `osprov status` and `osprov codec-server` are built in. Other distributions add
 commands through the `osprov.commands` entry-point group (the dev environment adds `dev` and
 `demo`), so the product never imports them and a production install simply does not have them.
 """
@@ -26,13 +26,24 @@ def _bridge(argv: list[str]) -> int:
     return main(argv)
 
 
+def _status(argv: list[str]) -> int:
+    from osprov.status import main
+
+    return main(argv)
+
+
 def _codec_server(argv: list[str]) -> int:
     from osprov.codec_server import main
 
     return main(argv)
 
 
-BUILTIN: dict[str, Command] = {"worker": _worker, "bridge": _bridge, "codec-server": _codec_server}
+BUILTIN: dict[str, Command] = {
+    "worker": _worker,
+    "bridge": _bridge,
+    "status": _status,
+    "codec-server": _codec_server,
+}
 
 
 def _loaded(cmd: Command) -> Callable[[], Command]:

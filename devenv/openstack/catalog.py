@@ -81,6 +81,9 @@ def bootstrap_catalog(secrets: Secrets) -> None:
     )
     admin_role = _find_or_create(sess, "roles", "name=admin", {"name": "admin"})
     service_role = _find_or_create(sess, "roles", "name=service", {"name": "service"})
+    # Octavia's policy role, as an Octavia deployment creates it: a project's user needs it (besides
+    # member) to manage load balancers; Identities are granted both (docs/identity.md).
+    _find_or_create(sess, "roles", "name=load-balancer_member", {"name": "load-balancer_member"})
     for name in SERVICE_USERS:
         user_id = _find_or_create(
             sess,

@@ -95,13 +95,8 @@ def test_volume_server_and_load_balancer_are_made_with_the_identitys_credential_
     for kind, name in (("Volume", "data"), ("Server", "app"), ("LoadBalancer", "front")):
         osprov.delete(kind, name)
     osprov.delete("Identity", "team")  # waits (InUse) until the three are gone, then removes itself
-    for kind, name in (
-        ("Volume", "data"),
-        ("Server", "app"),
-        ("LoadBalancer", "front"),
-        ("Identity", "team"),
-    ):
-        wait_for(lambda k=kind, n=name: osprov.get(k, n) is None, f"{kind} {name} deleted", 180)
+    resources = [("Volume", "data"), ("Server", "app"), ("LoadBalancer", "front"), ("Identity", "team")]
+    wait_for(lambda: all(osprov.get(k, n) is None for k, n in resources), "all four deleted", 240)
     assert admin.block_storage.find_volume(volume_id, ignore_missing=True) is None
     assert admin.compute.find_server(server_id, ignore_missing=True) is None
     assert admin.load_balancer.find_load_balancer(lb_id, ignore_missing=True) is None

@@ -1,0 +1,166 @@
+"""`osprov status KIND/NAME [-n NAMESPACE]`: what one resource's workflow is doing now, read from Temporal.
+
+For an operator at a terminal, the essentials of the workflow's Web UI page: the step it is on or waits in,
+the last failure (the user-safe text its status condition carries, never a secret), the generation it
+applied against the one it wants, when it retries or resyncs, and the activity Temporal is retrying right
+now with its attempt count. Read-only: one visibility list, one query, one describe. The workflow is found
+by the search attributes the bridge sets when it starts it (api/search_attributes.py), so a recreated
+resource (a new UID) shows its current workflow.
+
+Exit status: 0 converged (the ready condition is True), 1 not converged, 2 no such workflow or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from osprov.api import registry
+from osprov.api import search_attributes as sa
+from osprov.api.messages import QUERY_STATE, EntityState
+from osprov.runtime import logs
+from osprov.runtime.settings import Settings
+from osprov.runtime.temporal import connect
+
+
+@dataclass
+class Report:
+    """What `osprov status` prints about one resource."""
+
+    kind: str
+    namespace: str
+    name: str
+    workflow_id: str
+    run_status: str
+    ready: str | None = None  # "True" | "False" | "Unknown": the kind's ready condition
+    reason: str | None = None
+    message: str | None = None
+    step: str | None = None
+    last_failure: str | None = None
+    failures: int = 0
+    wanted_generation: int | None = None
+    applied_generation: int | None = None
+    retry_at: datetime | None = None
+    resync_at: datetime | None = None
+    paused: bool = False
+    retrying: list[str] = field(default_factory=list)  # activities Temporal retries: "name (attempt n)"
+
+    @property
+    def converged(self) -> bool:
+        return self.ready == "True" and self.wanted_generation == self.applied_generation
+
+
+def resolve_kind(text: str) -> registry.KindInfo:
+    """A kind by its name or plural, any case (`Volume`, `volume`, `volumes`)."""
+    wanted = text.lower()
+    for info in registry.ALL_KINDS:
+        if wanted in (info.kind.lower(), info.plural):
+            return info
+    known = ", ".join(sorted(i.kind for i in registry.ALL_KINDS))
+    raise ValueError(f"unknown kind {text!r} (known: {known})")
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+async def find(client: Client, info: registry.KindInfo, namespace: str, name: str) -> Report | None:
+    """The resource's workflow (a running one first, else the latest), its state and pending activities."""
+    query = " AND ".join(
+        f"{key.name} = {_quote(value)}"
+        for key, value in ((sa.KIND, info.kind), (sa.NAMESPACE, namespace), (sa.NAME, name))
+    )
+    found = [wf async for wf in client.list_workflows(query)]
+    if not found:
+        return None
+    running = [wf for wf in found if wf.status == WorkflowExecutionStatus.RUNNING]
+    latest = max(running or found, key=lambda wf: wf.start_time)
+    report = Report(
+        kind=info.kind,
+        namespace=namespace,
+        name=name,
+        workflow_id=latest.id,
+        run_status=latest.status.name if latest.status else "UNKNOWN",
+    )
+    handle = client.get_workflow_handle(latest.id, run_id=latest.run_id)
+    description = await handle.describe()
+    for activity in description.raw_description.pending_activities:
+        if activity.attempt > 1:
+            report.retrying.append(f"{activity.activity_type.name} (attempt {activity.attempt})")
+    if latest.status == WorkflowExecutionStatus.RUNNING:
+        state = await handle.query(QUERY_STATE, result_type=EntityState[Any])
+        _fill(report, state, info.ready_condition)
+    return report
+
+
+def _fill(report: Report, state: EntityState[Any], ready_type: str) -> None:
+    ready = next((c for c in state.conditions if c.type == ready_type), None)
+    if ready is not None:
+        report.ready, report.reason, report.message = ready.status, ready.reason, ready.message
+    report.step, report.last_failure, report.failures = state.step, state.last_error, state.failures
+    report.wanted_generation = state.desired.generation if state.desired else None
+    applied = (state.applied_fingerprint or "").split("|", 1)[0]
+    report.applied_generation = int(applied) if applied.isdigit() else None
+    report.retry_at, report.resync_at, report.paused = state.retry_at, state.resync_at, state.ops.paused
+
+
+def _when(at: datetime | None, now: datetime) -> str:
+    if at is None:
+        return "-"
+    seconds = (at - now).total_seconds()
+    return f"{at.isoformat(timespec='seconds')} (in {seconds:.0f}s)" if seconds >= 0 else "due now"
+
+
+def render(report: Report, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    condition = report.ready or "-"
+    if report.reason:
+        condition += f" ({report.reason})"
+    rows = [
+        ("resource", f"{report.kind} {report.namespace}/{report.name}"),
+        ("workflow", f"{report.workflow_id} [{report.run_status}]"),
+        ("ready", condition + (f": {report.message}" if report.message else "")),
+        ("step", report.step or "-"),
+        ("last failure", report.last_failure or "-"),
+        ("generation", f"wanted {report.wanted_generation}, applied {report.applied_generation}"),
+        ("paused", "yes (annotation)" if report.paused else "no"),
+        ("next retry", _when(report.retry_at, now)),
+        ("next resync", _when(report.resync_at, now)),
+        ("retrying now", ", ".join(report.retrying) or "-"),
+    ]
+    if report.failures:
+        rows[4] = ("last failure", f"{report.last_failure} ({report.failures} failed passes in a row)")
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in rows)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="osprov status", description=__doc__.split("\n\n")[0])
+    parser.add_argument("resource", help="KIND/NAME, e.g. Volume/data or volumes/data")
+    parser.add_argument("-n", "--namespace", default=os.environ.get("OSPROV_STATUS_NAMESPACE", "default"))
+    args = parser.parse_args(argv)
+    kind, _, name = args.resource.partition("/")
+    try:
+        info = resolve_kind(kind)
+    except ValueError as err:
+        parser.error(str(err))
+    if not name:
+        parser.error("give the resource as KIND/NAME")
+    report = asyncio.run(_report(info, args.namespace, name))
+    if report is None:
+        print(f"no osprov workflow for {info.kind} {args.namespace}/{name}")
+        return 2
+    print(render(report))
+    return 0 if report.converged else 1
+
+
+async def _report(info: registry.KindInfo, namespace: str, name: str) -> Report | None:
+    logs.configure("WARNING", component="status")  # stdout is the report
+    client = await connect(Settings())
+    return await find(client, info, namespace, name)
