@@ -2,10 +2,12 @@
 
 For an operator at a terminal, the essentials of the workflow's Web UI page: the step it is on or waits in,
 the last failure (the user-safe text its status condition carries, never a secret), the generation it
-applied against the one it wants, when it retries or resyncs, and the activity Temporal is retrying right
-now with its attempt count. Read-only: one visibility list, one query, one describe. The workflow is found
-by the search attributes the bridge sets when it starts it (api/search_attributes.py), so a recreated
-resource (a new UID) shows its current workflow.
+applied against the one it wants, when it retries or resyncs, the activity Temporal is retrying right now
+with its attempt count and last failure (decoded with the codec keys, as the Web UI's codec server does),
+the resource's recent Events, and the Web UI link (OSPROV_TEMPORAL_UI_URL). Read-only: one visibility
+list, one query, one describe, one Event list. The workflow is found by the search attributes the bridge
+sets when it starts it (api/search_attributes.py), so a recreated resource (a new UID) shows its current
+workflow.
 
 Exit status: 0 converged (the ready condition is True), 1 not converged, 2 no such workflow or bad usage.
 """
@@ -18,13 +20,17 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from osprov.api import registry
 from osprov.api import search_attributes as sa
 from osprov.api.messages import QUERY_STATE, EntityState
-from osprov.runtime import logs
+from osprov.runtime import kube, logs
 from osprov.runtime.settings import Settings
 from osprov.runtime.temporal import connect
 
@@ -49,7 +55,9 @@ class Report:
     retry_at: datetime | None = None
     resync_at: datetime | None = None
     paused: bool = False
-    retrying: list[str] = field(default_factory=list)  # activities Temporal retries: "name (attempt n)"
+    retrying: list[str] = field(default_factory=list)  # "name (attempt n): last failure"
+    events: list[str] = field(default_factory=list)  # the resource's most recent Events, oldest first
+    link: str | None = None  # the workflow in the Temporal Web UI
 
     @property
     def converged(self) -> bool:
@@ -92,7 +100,14 @@ async def find(client: Client, info: registry.KindInfo, namespace: str, name: st
     description = await handle.describe()
     for activity in description.raw_description.pending_activities:
         if activity.attempt > 1:
-            report.retrying.append(f"{activity.activity_type.name} (attempt {activity.attempt})")
+            line = f"{activity.activity_type.name} (attempt {activity.attempt})"
+            if activity.HasField("last_failure"):
+                failure = await client.data_converter.decode_failure(activity.last_failure)
+                line += f": {failure}"
+            report.retrying.append(line)
+    ui = os.environ.get("OSPROV_TEMPORAL_UI_URL", "").rstrip("/")
+    if ui:
+        report.link = f"{ui}/namespaces/{client.namespace}/workflows/{quote(latest.id, safe='')}"
     if latest.status == WorkflowExecutionStatus.RUNNING:
         state = await handle.query(QUERY_STATE, result_type=EntityState[Any])
         _fill(report, state, info.ready_condition)
@@ -132,12 +147,34 @@ def render(report: Report, now: datetime | None = None) -> str:
         ("paused", "yes (annotation)" if report.paused else "no"),
         ("next retry", _when(report.retry_at, now)),
         ("next resync", _when(report.resync_at, now)),
-        ("retrying now", ", ".join(report.retrying) or "-"),
+        ("retrying now", "; ".join(report.retrying) or "-"),
+        ("web ui", report.link or "- (set OSPROV_TEMPORAL_UI_URL)"),
     ]
     if report.failures:
         rows[4] = ("last failure", f"{report.last_failure} ({report.failures} failed passes in a row)")
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in rows)
+    lines = [f"{k + ':':<{width + 1}} {v}" for k, v in rows]
+    lines.append("events:" + ("" if report.events else " -"))
+    lines.extend(f"  {e}" for e in report.events)
+    return "\n".join(lines)
+
+
+def recent_events(kind: str, namespace: str, name: str, limit: int = 5) -> list[str]:
+    """The resource's latest Events as `kubectl describe` lists them (its kubeconfig or in-cluster
+    account; none when the API cannot be reached: the report stands without them)."""
+    try:
+        core = k8s.CoreV1Api(kube.api_client("osprov-status"))
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+        items = core.list_namespaced_event(namespace, field_selector=selector).items
+    except (ApiException, OSError, ConfigException) as err:
+        return [f"(cannot list Events: {type(err).__name__})"]
+
+    def when(e: Any) -> datetime:
+        t = e.last_timestamp or e.event_time or e.first_timestamp
+        return t if t is not None else datetime.min.replace(tzinfo=UTC)
+
+    shown = sorted(items, key=when)[-limit:]
+    return [f"{e.type} {e.reason} (x{e.count or 1}): {e.message}" for e in shown]
 
 
 def main(argv: list[str]) -> int:
@@ -162,5 +199,8 @@ def main(argv: list[str]) -> int:
 
 async def _report(info: registry.KindInfo, namespace: str, name: str) -> Report | None:
     logs.configure("WARNING", component="status")  # stdout is the report
-    client = await connect(Settings())
-    return await find(client, info, namespace, name)
+    temporal = await connect(Settings())
+    report = await find(temporal, info, namespace, name)
+    if report is not None:
+        report.events = await asyncio.to_thread(recent_events, info.kind, namespace, name)
+    return report

@@ -41,15 +41,19 @@ def test_a_stuck_resource_shows_its_step_failure_and_timers() -> None:
         wanted_generation=2,
         applied_generation=1,
         retry_at=now + timedelta(seconds=20),
-        retrying=["keystone.find (attempt 4)"],
+        retrying=["keystone.find (attempt 4): openstack unreachable"],
+        events=["Normal Waiting (x1): domain 'x' does not exist in Keystone yet"],
     )
-    shown = rows(render(report, now))
+    text = render(report, now)
+    shown = rows(text.split("\nevents:")[0])
+    assert text.split("\nevents:\n")[1] == "  Normal Waiting (x1): domain 'x' does not exist in Keystone yet"
+    assert shown["web ui"] == "- (set OSPROV_TEMPORAL_UI_URL)"
     assert shown["ready"] == "False (ReconcileError): domain 'x' does not exist in Keystone yet"
     assert shown["step"] == "waiting for domain x"
     assert shown["last failure"].endswith("(3 failed passes in a row)")
     assert shown["generation"] == "wanted 2, applied 1"
     assert shown["next retry"].endswith("(in 20s)") and shown["next resync"] == "-"
-    assert shown["retrying now"] == "keystone.find (attempt 4)"
+    assert shown["retrying now"] == "keystone.find (attempt 4): openstack unreachable"
     assert not report.converged
 
 

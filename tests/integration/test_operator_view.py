@@ -86,6 +86,8 @@ def test_status_and_describe_show_a_waiting_a_conflicting_and_a_converged_resour
     assert row(out, "resource") == f"Project {osprov.namespace}/waits"
     assert row(out, "step") not in ("", "-") and missing in row(out, "ready")
     assert row(out, "generation") == "wanted 1, applied None"
+    assert missing in out.split("\nevents:", 1)[1]  # the resource's recent Events, as describe shows them
+    assert row(out, "web ui").startswith(f"{osprov.stack.temporal_ui_url}/namespaces/")
     code, out = osprov_status(osprov, "User", "second")
     assert code == 1 and row(out, "ready").startswith("False (Conflict)"), out
     assert f"User {osprov.namespace}/first already declares" in row(out, "ready")
