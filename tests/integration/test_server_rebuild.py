@@ -185,7 +185,7 @@ def test_rebuild_happy_path_keeps_uuid_and_ip_and_is_accepted_once(
         )
         assert live["image"]["id"] == b
         wait_for(
-            lambda: (marker(osprov, "happy") or {}).get("state") == "Rebuilding", "marker Rebuilding", 30
+            lambda: (marker(osprov, "happy") or {}).get("state") == "Rebuilding", "marker Rebuilding", 90
         )
     settled(osprov, "happy", 2)
     after = nova_server(admin, server_id)
@@ -396,7 +396,7 @@ def test_P7a_image_change_before_first_boot_waits_then_rebuilds_once(
     a, b = images
     with slow_spawn(SLOW * 3):
         osprov.apply("Server", "late", server_spec(project, a, network))
-        server_id = wait_for(lambda: status(osprov, "late").get("serverID"), "created", 60)
+        server_id = wait_for(lambda: status(osprov, "late").get("serverID"), "created", 120)
         osprov.apply("Server", "late", server_spec(project, b, network))
         # The workflow has seen generation 2 while Nova still builds: it waits (P7a), nothing is sent.
         wait_for(
@@ -426,7 +426,7 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     osprov.apply(
         "Server", "owner", server_spec(project, images[0], network) | {"volumes": [{"volume": "shared"}]}
     )
-    server_id = wait_for(lambda: status(osprov, "owner").get("serverID"), "created", 60)
+    server_id = wait_for(lambda: status(osprov, "owner").get("serverID"), "created", 120)
     # Kill -9 once Nova has accepted the attach whose answer is held: its result cannot be recorded.
     with nova_proxy.holding(("POST",)):
         wait_for(lambda: attachments(admin, server_id), "attach accepted by Nova", 90, interval_s=0.05)
