@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import openstack.connection
 import pytest
+
+from devenv.testing import StackEnv
+from tests.support.osprov import admin_connection
 
 
 @pytest.fixture(autouse=True)
@@ -15,3 +19,11 @@ def osprov_processes_restarted(request: pytest.FixtureRequest) -> Iterator[None]
     yield
     if osprov is not None:
         osprov.ensure_running()
+
+
+@pytest.fixture(scope="module")
+def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
+    """The cloud admin's openstacksdk connection to the full stack (the tests' oracle)."""
+    conn = admin_connection(full_stack)
+    yield conn
+    conn.close()

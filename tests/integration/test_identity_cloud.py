@@ -20,20 +20,13 @@ import yaml
 
 from devenv.openstack.catalog import IMAGE_NAMES, VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
-from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
+from tests.support.osprov import Osprov, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
 
 AVAILABLE = "Available"
 USES = {"identityRef": {"name": "team"}, "deletionPolicy": "delete"}
-
-
-@pytest.fixture(scope="module")
-def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
-    conn = admin_connection(full_stack)
-    yield conn
-    conn.close()
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from osprov.api.cinder_io import volume_name
 from osprov.api.region import INVENTORY_LABEL, REGION_GROUP, REGION_VERSION
 from osprov.worker.schedules import schedule_id
 from tests.deploy import rbac
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import REPO, Osprov, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -44,13 +44,6 @@ WITHIN = 20 * PERIOD_S  # a few periods, on a busy 2-core machine
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 CONTROLLER_USER = "admin"
 CONFIG = str(yaml.safe_load((REPO / "deploy" / "config.yaml").read_text())["data"]["OSPROV_INVENTORY_CONFIG"])
-
-
-@pytest.fixture(scope="module")
-def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
-    conn = admin_connection(full_stack)
-    yield conn
-    conn.close()
 
 
 def stack_config(name: str) -> dict[str, Any]:

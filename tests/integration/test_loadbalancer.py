@@ -20,7 +20,7 @@ from devenv.faults.cloud_state import octavia_force_provisioning_status
 from devenv.openstack.catalog import VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
 from osprov.api import octavia
-from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
+from tests.support.osprov import Osprov, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -45,13 +45,6 @@ DNS: dict[str, Any] = {
     "pool": {"members": [{"address": "10.20.0.21", "port": 53}]},
     "healthCheck": {"delaySeconds": 10, "timeoutSeconds": 5, "healthyThreshold": 2, "unhealthyThreshold": 2},
 }
-
-
-@pytest.fixture(scope="module")
-def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
-    conn = admin_connection(full_stack)
-    yield conn
-    conn.close()
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
 from tests.support.osprov import (
     Osprov,
-    admin_connection,
     clouds_env,
     endpoint_override,
     ensure_crd,
@@ -38,13 +37,6 @@ pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
 CONTROLLER_USER = "admin"  # the user of the worker's clouds.yaml; a member (not admin) in the test project
 SLOW = 6.0  # seconds a slowed spawn (create or rebuild) takes
 ERROR_WINDOW = 30.0  # a slowed spawn: the test resets the server to ERROR during it
-
-
-@pytest.fixture(scope="module")
-def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
-    conn = admin_connection(full_stack)
-    yield conn
-    conn.close()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from devenv.testing import StackEnv
 from osprov.api.cinder_io import ERROR_MESSAGE, volume_name
 from tests.support.osprov import (
     Osprov,
-    admin_connection,
     clouds_env,
     endpoint_override,
     ensure_crd,
@@ -38,13 +37,6 @@ CONTROLLER_USER = "admin"  # the user of the worker's clouds.yaml (cloud osprov-
 
 def uniq(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
-    conn = admin_connection(full_stack)
-    yield conn
-    conn.close()
 
 
 def identity(conn: openstack.connection.Connection) -> Any:
