@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import openstack.connection
 import pytest
 
+from devenv.kube.testing import RunningEmulator, run_emulator
 from devenv.testing import StackEnv
-from tests.support.osprov import admin_connection
+from tests.support.osprov import REPO, admin_connection
 
 
 @pytest.fixture(autouse=True)
@@ -27,3 +28,17 @@ def admin(full_stack: StackEnv) -> Iterator[openstack.connection.Connection]:
     conn = admin_connection(full_stack)
     yield conn
     conn.close()
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
+    """A private apiserver whose audit log (`.audit`) holds only this module's calls: the RBAC checks
+    compare what was called with what is granted."""
+    audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
+    with run_emulator(
+        tmp_path_factory.mktemp("apiserver"),
+        crds_dirs=[REPO / "deploy" / "crds"],
+        extra_args=["--audit-log", str(audit)],
+    ) as emu:
+        emu.audit = audit  # type: ignore[attr-defined]
+        yield emu

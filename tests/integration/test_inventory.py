@@ -27,7 +27,7 @@ import yaml
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from devenv.kube.testing import RunningEmulator, run_emulator
+from devenv.kube.testing import RunningEmulator
 from devenv.openstack import inventory as stack_inventory
 from devenv.testing import StackEnv
 from osprov.api.cinder_io import volume_name
@@ -50,19 +50,6 @@ def stack_config(name: str) -> dict[str, Any]:
     body: dict[str, Any] = yaml.safe_load(stack_inventory.manifest_path().read_text())
     body["metadata"] = {"name": name}
     return body
-
-
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
-    """A private apiserver whose audit log holds only this module's calls (the RBAC check at the end)."""
-    audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
-    with run_emulator(
-        tmp_path_factory.mktemp("apiserver"),
-        crds_dirs=[REPO / "deploy" / "crds"],
-        extra_args=["--audit-log", str(audit)],
-    ) as emu:
-        emu.audit = audit  # type: ignore[attr-defined]
-        yield emu
 
 
 @pytest.fixture(scope="module")

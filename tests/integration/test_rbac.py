@@ -21,27 +21,14 @@ import pytest
 import yaml
 from kubernetes import client
 
-from devenv.kube.testing import RunningEmulator, run_emulator
+from devenv.kube.testing import RunningEmulator
 from devenv.testing import StackEnv
 from osprov.api.operations import PAUSED
 from tests.deploy import rbac
-from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
+from tests.support.osprov import Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.stack
-
-
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
-    """A private apiserver whose audit log holds only this module's calls."""
-    audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
-    with run_emulator(
-        tmp_path_factory.mktemp("apiserver"),
-        crds_dirs=[REPO / "deploy" / "crds"],
-        extra_args=["--audit-log", str(audit)],
-    ) as emu:
-        emu.audit = audit  # type: ignore[attr-defined]
-        yield emu
 
 
 @pytest.fixture(scope="module")
