@@ -131,10 +131,13 @@ def unreachable_cloud(
 
 
 @pytest.fixture
-def closed_port() -> int:
+def closed_port() -> Iterator[int]:
+    """A port that refuses connections for the whole test: bound (so no other process, e.g. the concurrent
+    pytest session of `make test`, can take it) but never listening. A port merely closed again was
+    once taken by another process mid-test, which then answered the "refused" outage."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # closed again when the block ends: connections are refused
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture
