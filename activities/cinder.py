@@ -129,12 +129,26 @@ def _find_exact(conn: openstack.connection.Connection, name: str) -> list[Volume
     return sorted((_to_volume(r) for r in matches), key=lambda v: v.id)
 
 
+def _by_id(conn: openstack.connection.Connection, volume_id: str) -> list[Volume]:
+    """The project's volume with this ID (none if absent or another project's: an admin token sees all)."""
+    found = conn.block_storage.find_volume(volume_id, ignore_missing=True)
+    owner = getattr(found, "project_id", None) if found is not None else None
+    if found is None or (owner is not None and owner != conn.current_project_id):
+        return []
+    return [_to_volume(found)]
+
+
 @implements(FIND_VOLUMES)
 def find_volumes(request: FindVolumes) -> VolumeLookup:
-    """Every volume of the project named exactly `name`; project_found=False if the project does not exist."""
-    with openstack_errors(f"find volume {request.name} in {_describe(request.scope)}", service="Cinder"):
+    """Every volume of the project named exactly `name` (or the one with `id`); project_found=False if the
+    project does not exist."""
+    what = request.id or request.name
+    with openstack_errors(f"find volume {what} in {_describe(request.scope)}", service="Cinder"):
         try:
-            volumes = _scoped(request.scope, lambda conn: _find_exact(conn, request.name))
+            volumes = _scoped(
+                request.scope,
+                lambda conn: _by_id(conn, request.id) if request.id else _find_exact(conn, request.name),
+            )
         except _ProjectMissing:
             return VolumeLookup(project_found=False)
         return VolumeLookup(project_found=True, volumes=volumes)

@@ -89,6 +89,8 @@ class ProjectScope(_Model):
 class FindVolumes(_Model):
     scope: ProjectScope
     name: str
+    # Observe by ID (import.id of an unmanaged Volume): the project's volume with this ID, whatever its name.
+    id: str | None = None
 
 
 class Volume(_Model):

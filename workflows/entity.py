@@ -147,6 +147,11 @@ class Entity(Generic[SpecT, KindT]):
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
 
+    def observes(self) -> bool:
+        """Whether this run serves managementPolicy unmanaged (OBSERVES; a kind that gained it later
+        answers through workflow.patched, so runs that refused it keep refusing on replay)."""
+        return self.OBSERVES
+
     def event(self, note: EventNote) -> None:
         """Report what this pass did (Created, Updated, …): recorded as an Event with the status."""
         self.ops.notes.append(note)
@@ -338,7 +343,7 @@ class Entity(Generic[SpecT, KindT]):
         try:
             # full=True: the desired state changed or the periodic resync is due, so the kind runs
             # its expensive checks too (e.g. the password probe); a plain retry does not.
-            if spec.unmanaged and not self.OBSERVES:
+            if spec.unmanaged and not self.observes():
                 raise PassFailed(
                     f"managementPolicy unmanaged (observe an existing object) is not supported for "
                     f"{self.KIND} yet: osprov would not touch the object; use managementPolicy managed "

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         Wait,
         create,
         delete,
+        observe_import,
     )
 
 # Poll intervals while waiting on Cinder (seconds): short first, since the fake backend and a healthy
@@ -58,6 +59,8 @@ MAX_DELETE_POLLS = 30
 PATCH_FINALIZE_REQUEUE = "volume-finalize-requeue"
 # C0: the volume class is checked against the region inventory before any Cinder call (a new local activity).
 PATCH_CLASS_CHECK = "volume-class-check"
+# O1…O4: managementPolicy unmanaged observes the imported volume (runs before it refused, calling nothing).
+PATCH_OBSERVE = "volume-observe"
 
 
 def poll_delay(polls: int) -> float:
@@ -95,6 +98,9 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             check_class=workflow.patched(PATCH_CLASS_CHECK),
             volume_known=self.k.volume_id is not None,
         )
+
+    def observes(self) -> bool:
+        return workflow.patched(PATCH_OBSERVE)
 
     def status(self, base: StatusBase) -> VolumeStatus:
         return VolumeStatus(**base, volume_id=self.k.volume_id, size=self.k.size)
@@ -160,7 +166,10 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
         where = await self.where(spec, deleting=False)
         assert where is not None
         target = self.target(where)
-        d = await self._run_pass(lambda obs: create(spec, target, full, obs))
+        if spec.unmanaged:  # O1…O4: only read; the status mirrors the imported volume
+            d = await self._run_pass(lambda obs: observe_import(spec, target, obs))
+        else:
+            d = await self._run_pass(lambda obs: create(spec, target, full, obs))
         if d.observed is not None:
             self.k.volume_id, self.k.size = d.observed.id, d.observed.size
         volume = d.action.volume if isinstance(d.action, Errored) else None

@@ -18,6 +18,12 @@ Observe:
   S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
   S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
   S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
+Observe only (managementPolicy unmanaged with import; never a create, an update or a delete):
+  O1 read the imported volume: by import.id, or by the exact name import.filter.name, in the project
+  O2 project missing in Keystone   -> Available=False/Provisioning (as C1), retried
+  O3 no such volume                 -> Available=False/Errored "nothing to observe", retried
+  O4 two or more exact-name matches -> Available=False/Errored (as C2), retried
+  then S1…S3 on the one volume: the status mirrors it
 Delete (finalize, deletionPolicy=delete):
   D1 project missing in Keystone   -> done: no volume can have been created
   D2 no exact-name match             -> done (also how an accepted delete is confirmed)
@@ -29,7 +35,7 @@ Delete (finalize, deletionPolicy=delete):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from osprov.api import cinder_io as io
 from osprov.api.cinder import VolumeSpec
@@ -189,6 +195,31 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
         update = io.UpdateMetadata(scope=target.scope, id=volume.id, tags=spec.tags, system=target.system)
         return Decision("C5", update, f"update the osprov metadata of volume {target.name}")
     return observe(volume)  # C4: adopted
+
+
+# --- observe only (O1…O4, then S1…S3) ------------------------------------------------------------------
+def observe_import(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
+    """The next step of an unmanaged Volume's pass: read the imported volume, report it, change nothing."""
+    assert spec.import_ is not None  # unmanaged requires import (api/common.py)
+    by_id, by_name = spec.import_.id, spec.import_.filter.name if spec.import_.filter else None
+    shown = f"ID {by_id}" if by_id else f"name {by_name}"
+    if obs.lookup is None:
+        find = io.FindVolumes(scope=target.scope, name=by_name or "", id=by_id)
+        return Decision("O1", find, f"find the imported volume ({shown}) in {_where(target)}")
+    if not obs.lookup.project_found:
+        message = f"{_where(target)} does not exist in Keystone — retrying"
+        return Decision("O2", Fail(message, AvailableReason.PROVISIONING), "the project does not exist")
+    volumes = obs.lookup.volumes
+    if not volumes:
+        message = (
+            f"no Cinder volume with {shown} in {_where(target)}: nothing to observe; fix spec.import "
+            "(a new resource) or create the volume — retrying"
+        )
+        return Decision("O3", Fail(message, AvailableReason.ERRORED), f"no volume with {shown}")
+    if len(volumes) > 1:
+        named = replace(target, name=by_name or target.name)
+        return _duplicates(named, volumes, AvailableReason.ERRORED, "O4")
+    return observe(volumes[0])
 
 
 def observe(volume: io.Volume) -> Decision:

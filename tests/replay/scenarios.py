@@ -132,3 +132,11 @@ async def volume_with_inventory(h: Harness, _: str) -> str:
 # PATCH_CLASS_CHECK); Server.json and Volume.json keep proving the runs started before them replay.
 SCENARIOS["Server-inventory"] = server_with_inventory
 SCENARIOS["Volume-inventory"] = volume_with_inventory
+
+
+async def volume_observed(h: Harness, _: str) -> str:
+    return await fakes_cinder.observe_scenario(h, "Volume")
+
+
+# Recorded as Volume-observe.json: the patched observe path (PATCH_OBSERVE) of an unmanaged Volume.
+SCENARIOS["Volume-observe"] = volume_observed

@@ -102,6 +102,10 @@ class FakeCinder:
             cinder._enter(io.FIND_VOLUMES.name)
             if not cinder._exists(req.scope):
                 return io.VolumeLookup(project_found=False)
+            if req.id is not None:  # by ID: the project's volume with it, whatever its name
+                vol = cinder.volumes.get(req.id)
+                volumes = [vol.read()] if vol is not None and vol.scope == req.scope else []
+                return io.VolumeLookup(project_found=True, volumes=volumes)
             return io.VolumeLookup(project_found=True, volumes=cinder._read(req.scope, req.name))
 
         @activity.defn(name=io.CREATE_VOLUME.name)
@@ -191,5 +195,29 @@ async def replay_scenario(h: Harness, kind: str, **spec_extra: Any) -> str:
         await ch.signal(wf, 2, changed, finalizers=[FINALIZER])
         await ch.until(lambda: ch.status().get("observedGeneration") == 2, "generation 2")
         await ch.signal(wf, 2, changed, deleting=True, finalizers=[FINALIZER])
+        await wf.result()
+        return wf.id
+
+
+async def observe_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenario for an unmanaged Volume (O1, S1): observe an imported volume, a resync, delete."""
+    cinder = FakeCinder()
+    legacy = cinder.add("legacy", cinder.add_project())
+    queue = f"{h.queue}-cinder"
+    activities = h.cloud.activities() + cinder.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        ch = CinderHarness(h.env, h.cloud, queue)
+        ch.cinder = cinder
+        spec = {
+            "project": {"name": "p", "domain": "Default"},
+            "size": 1,
+            "managementPolicy": "unmanaged",
+            "import": {"id": legacy.id},
+        }
+        wf = await ch.apply(kind, spec, name="observed", uid="replay-volume-observe")
+        await ch.until(lambda: ch.condition().get("reason") == "Provisioned", "volume observed")
+        await h.env.sleep(601)
+        await ch.until(lambda: cinder.count(io.FIND_VOLUMES.name) >= 2, "volume resynced")
+        await ch.signal(wf, 1, spec, deleting=True)
         await wf.result()
         return wf.id

@@ -83,16 +83,18 @@ async def test_a_managed_import_writes_only_what_the_operator_allow_lists(
 
 
 async def test_a_cloud_kind_refuses_unmanaged_without_a_cloud_call(h: Harness) -> None:
-    """Observing Servers, Volumes and LoadBalancers is not built yet: say so, call nothing."""
+    """Observing Servers and LoadBalancers is not built yet (Volumes: test_volume.py O rows): say so,
+    call nothing."""
     spec = {
-        "size": 1,
+        "flavor": "m1.tiny",
+        "imageID": "img-1",
         "project": {"name": "p", "domain": "d"},
         "managementPolicy": "unmanaged",
-        "import": {"id": "vol-1"},
+        "import": {"id": "srv-1"},
     }
-    wf = await h.apply("Volume", spec)
+    wf = await h.apply("Server", spec)
     await ready(h, wf)
     [cond] = [c for c in h.written[wf.id]["conditions"] if c["type"] == "Available"]
     assert (cond["status"], cond["reason"]) == ("False", "Errored")
-    assert "managementPolicy unmanaged" in cond["message"] and "not supported for Volume" in cond["message"]
+    assert "managementPolicy unmanaged" in cond["message"] and "not supported for Server" in cond["message"]
     assert h.cloud.calls == ["kube.patch_status"]

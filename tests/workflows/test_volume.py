@@ -262,3 +262,37 @@ async def test_transient_activity_failure_is_retried_with_a_provisioning_reason(
     assert h.condition()["reason"] == "Provisioning" and "injected" in h.condition()["message"]
     await h.until(lambda: h.condition().get("reason") == "Provisioned", "retried", 600)
     assert len(h.cinder.named(NAME)) == 1
+
+
+@pytest.mark.parametrize("by", ["id", "filter"])
+async def test_O1_S1_an_imported_volume_is_observed_never_changed_and_outlives_its_resource(
+    h: CinderHarness, by: str
+) -> None:
+    """managementPolicy unmanaged + import: the status mirrors a volume osprov did not create; no create,
+    update or delete, whatever its metadata; deleting the resource leaves the volume as it was."""
+    scope = h.cinder.add_project()
+    legacy = h.cinder.add("legacy-data", scope, "available")
+    legacy.metadata = {"owner": "another tool"}
+    chosen = {"id": legacy.id} if by == "id" else {"filter": {"name": "legacy-data"}}
+    imported = spec(managementPolicy="unmanaged", deletionPolicy="retain", **{"import": chosen})
+    wf = await h.apply("Volume", imported, uid=UID, name="data")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "the imported volume observed")
+    assert h.status()["volumeID"] == legacy.id and h.condition()["status"] == "True"
+    legacy.status = "in-use"  # changed outside osprov: the resync reports it, nothing is written
+    await skip(h.env, 601)
+    writes = (io.CREATE_VOLUME.name, io.UPDATE_METADATA.name, io.DELETE_VOLUME.name)
+    assert [c for c in h.cinder.calls if c in writes] == []
+    await h.signal(wf, 1, imported, deleting=True)
+    assert await wf.result() == "deleted"
+    assert h.cinder.volumes[legacy.id].status == "in-use"
+    assert legacy.metadata == {"owner": "another tool"}
+    assert [c for c in h.cinder.calls if c in writes] == []
+
+
+async def test_O3_an_import_that_matches_nothing_says_so_and_creates_nothing(h: CinderHarness) -> None:
+    h.cinder.add_project()
+    imported = spec(managementPolicy="unmanaged", deletionPolicy="retain", **{"import": {"id": "vol-404"}})
+    await h.apply("Volume", imported, uid=UID, name="data")
+    await h.until(lambda: h.condition().get("reason") == "Errored", "the missing import reported")
+    assert "no Cinder volume with ID vol-404" in h.condition()["message"]
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 0 and h.cinder.volumes == {}

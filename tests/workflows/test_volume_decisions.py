@@ -25,6 +25,7 @@ from osprov.workflows.volume_decisions import (
     Wait,
     create,
     delete,
+    observe_import,
 )
 
 NAME = io.volume_name("u1")
@@ -174,6 +175,64 @@ CREATE_ROWS: list[tuple[str, bool, Observation, str, Action]] = [
 def test_create_rule(row: str, full: bool, obs: Observation, rule: str, action: Action) -> None:
     d = create(spec(), TARGET, full, obs)
     assert (d.rule, d.action) == (rule, action)
+
+
+def imported(**by: Any) -> VolumeSpec:
+    return spec(managementPolicy="unmanaged", **{"import": by})
+
+
+BY_NAME, BY_ID = imported(filter={"name": "legacy-data"}), imported(id="vol-9")
+WHERE = "project 'p' in domain 'Default'"
+OBSERVE_ROWS: list[tuple[str, VolumeSpec, Observation, str, Action]] = [
+    ("O1 by name", BY_NAME, Observation(), "O1", io.FindVolumes(scope=SCOPE, name="legacy-data")),
+    ("O1 by id", BY_ID, Observation(), "O1", io.FindVolumes(scope=SCOPE, name="", id="vol-9")),
+    (
+        "O2",
+        BY_ID,
+        found(project=False),
+        "O2",
+        Fail(f"{WHERE} does not exist in Keystone — retrying", R.PROVISIONING),
+    ),
+    (
+        "O3",
+        BY_NAME,
+        found(),
+        "O3",
+        Fail(
+            f"no Cinder volume with name legacy-data in {WHERE}: nothing to observe; fix spec.import (a new "
+            "resource) or create the volume — retrying",
+            R.ERRORED,
+        ),
+    ),
+    ("S1 observed", BY_ID, found(vol()), "S1", Provisioned("Cinder volume of 2 GiB is available")),
+    (
+        "S3 observed",
+        BY_ID,
+        found(vol("extending")),
+        "S3",
+        Wait("waiting for Cinder: the volume is extending"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "volume_spec", "obs", "rule", "action"), OBSERVE_ROWS, ids=[r[0] for r in OBSERVE_ROWS]
+)
+def test_observe_rule(row: str, volume_spec: VolumeSpec, obs: Observation, rule: str, action: Action) -> None:
+    d = observe_import(volume_spec, TARGET, obs)
+    assert (d.rule, d.action) == (rule, action)
+
+
+def test_O4_two_volumes_named_as_imported_are_a_consistency_error_naming_the_imported_name() -> None:
+    d = observe_import(BY_NAME, TARGET, found(*DUPLICATES))
+    assert d.rule == "O4" and isinstance(d.action, Fail) and d.action.reason == R.ERRORED
+    assert "2 Cinder volumes are named legacy-data" in d.action.message
+
+
+def test_an_observed_volume_whatever_its_metadata_is_never_updated() -> None:
+    """C5 would rewrite drifted osprov metadata; an imported volume is only read (S1, no UpdateMetadata)."""
+    d = observe_import(BY_ID, TARGET, found(vol(metadata={"owner": "someone else"})))
+    assert d.rule == "S1" and not isinstance(d.action, io.UpdateMetadata)
 
 
 def test_observed_volume_is_what_the_status_reports() -> None:
