@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+# Every activity heartbeats each second while it runs (worker/interceptor.py); a step whose worker died is
+# retried on another worker after this many seconds without one, not after its start-to-close timeout.
+HEARTBEAT_SECONDS = 4.0
+
 In = TypeVar("In")
 Out = TypeVar("Out")
 

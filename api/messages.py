@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
+from osprov.api.activity import HEARTBEAT_SECONDS
 from osprov.api.operations import OpsState
 
 # A workflow task that does not complete within this is handed to another worker: a task whose worker died
@@ -118,7 +119,7 @@ class EntityConfig(BaseModel):
     max_passes_per_run: int = 200
     # Activities heartbeat every second (the worker's interceptor): a step whose worker died is retried
     # elsewhere after this, not after its start-to-close timeout. None: no heartbeat timeout.
-    heartbeat_seconds: float | None = 4.0
+    heartbeat_seconds: float | None = HEARTBEAT_SECONDS
 
 
 KindT = TypeVar("KindT")

@@ -14,7 +14,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from osprov.api.activity import Activity
+from osprov.api.activity import HEARTBEAT_SECONDS, Activity
 from osprov.api.keystone_io import SecretRef
 
 SIGNAL_CLAIM = "claim"
@@ -135,7 +135,7 @@ class Claim(_Frozen):
     # The claimant's activity heartbeat timeout (EntityConfig.heartbeat_seconds), which the object's own
     # Keystone calls use too: a dead worker's call moves on in seconds. None: no heartbeat timeout (the
     # time-skipping tests, where skipped server time outruns real heartbeats).
-    heartbeat_seconds: float | None = 4.0
+    heartbeat_seconds: float | None = HEARTBEAT_SECONDS
 
 
 class Release(_Frozen):
@@ -200,7 +200,7 @@ class ObjectState(BaseModel):
     watchers: list[str] = Field(default_factory=list)  # dependents' workflow IDs, told of every change
     parent_ids: dict[str, str] = Field(default_factory=dict)  # field -> ID of the object it references
     password_version: str | None = None  # Secret version whose password Keystone holds (verified or set)
-    heartbeat_seconds: float | None = 4.0  # from the latest claim (Claim.heartbeat_seconds)
+    heartbeat_seconds: float | None = HEARTBEAT_SECONDS  # from the latest claim (Claim.heartbeat_seconds)
     policy: Policy | None = None
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
     passes: int = 0

@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from osprov.api.activity import Activity
+    from osprov.api.activity import HEARTBEAT_SECONDS, Activity
     from osprov.api.errors import NON_RETRYABLE
 
 In = TypeVar("In")
@@ -32,9 +32,8 @@ DEFAULT_RETRY = RetryPolicy(
 )
 
 
-# Every activity heartbeats while it runs (worker/interceptor.py): a step whose worker died is retried on
-# another worker within this, instead of after its start-to-close timeout.
-HEARTBEAT_TIMEOUT = timedelta(seconds=4)
+# The default for workflows without a setting of their own (api/activity.py HEARTBEAT_SECONDS).
+HEARTBEAT_TIMEOUT = timedelta(seconds=HEARTBEAT_SECONDS)
 
 
 def run_heartbeat_timeout() -> timedelta | None:
