@@ -7,6 +7,7 @@ commands through the `osprov.commands` entry-point group (the dev environment ad
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -29,7 +30,13 @@ def _bridge(argv: list[str]) -> int:
 def _status(argv: list[str]) -> int:
     from osprov.status import main
 
-    return main(argv)
+    code = main(argv)
+    # A one-shot Temporal client: temporalio's Rust runtime threads can outlive the event loop and abort
+    # the interpreter's teardown (SIGABRT, "PyGILState_Release ... finalizing": temporalio/sdk-python#300;
+    # seen once in CI as exit -6 after a correct report). The report is printed: flush and skip teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _codec_server(argv: list[str]) -> int:

@@ -72,7 +72,10 @@ def health(bridge: Proc) -> dict[str, Any]:
 
 
 def role(bridge: Proc) -> str | None:
-    """ "leader" or "standby" while the bridge is alive (/healthz passes), else None."""
+    """ "leader" or "standby" while the bridge is alive (/healthz passes), else None. A bridge that exited
+    fails the test at once with its log (pytest.fail is not an Exception: wait_for does not swallow it)."""
+    if bridge.popen is not None and (code := bridge.popen.poll()) is not None:
+        pytest.fail(f"{bridge.name} exited with {code}; its log ends:\n{bridge.log_text()[-3000:]}")
     status, body = probe(port_of(bridge))
     return str(body["role"]) if status == 200 else None
 

@@ -21,8 +21,8 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from osprov.runtime.codec import AesGcmCodec, parse_keys
+from tests.support.health import free_port
 from tests.support.waiting import wait_for
-from tests.workflows.test_metrics import free_port
 
 KEY = base64.b64encode(secrets.token_bytes(32)).decode()
 CODEC = AesGcmCodec(parse_keys(f"k1:{KEY}"), "k1")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import urllib.request
 import uuid
 
@@ -15,15 +14,10 @@ from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceCh
 from osprov.runtime import metrics
 from osprov.worker.interceptor import LogContextInterceptor
 from osprov.workflows.all import WORKFLOWS
+from tests.support.health import free_port
 from tests.workflows.conftest import test_server_path as server_path
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.harness import CONFIG, eventually
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scrape(port: int) -> str:
