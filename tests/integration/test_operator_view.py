@@ -13,12 +13,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devenv.testing import StackEnv
+from osprov.api.operations import PAUSED
 from osprov.api.registry import kind_info
-from tests.support.osprov import Osprov, run_osprov
+from tests.support.osprov import Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.stack
@@ -108,3 +110,54 @@ def test_status_and_describe_show_a_waiting_a_conflicting_and_a_converged_resour
 
     code, out = osprov_status(osprov, "Project", "nothing-here")
     assert code == 2 and "no osprov workflow for Project" in out
+
+
+def kubectl(o: Osprov, *args: str) -> None:
+    subprocess.run(
+        [KUBECTL, "--kubeconfig", str(o.stack.kubeconfig), "-n", o.namespace, *args],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+
+
+def keystone_requests(stack: StackEnv, since: int, *needles: str) -> list[str]:
+    """The requests Keystone logged since byte `since` whose line names any of `needles`."""
+    with open(stack.state_dir / "logs" / "keystone.log", "rb") as log:
+        log.seek(since)
+        lines = log.read().decode(errors="replace").splitlines()
+    return [line for line in lines if " /v3/" in line and any(n in line for n in needles)]
+
+
+def test_a_paused_resource_calls_nothing_while_its_spec_changes_and_converges_when_unpaused(
+    osprov: Osprov, identity_stack: StackEnv
+) -> None:
+    name = uniq("held")
+    osprov.apply("Project", "held", {"name": name, "domain": "Default", "description": "v1"})
+    osprov.wait_ready("Project", "held")
+    conn = admin_connection(identity_stack)
+    ks: Any = conn.identity
+    project = ks.find_project(name, domain_id="default", ignore_missing=False)
+    resource = kind_info("Project").crd_name
+
+    kubectl(osprov, "annotate", resource, "held", f"{PAUSED}=true")
+    wait_for(lambda: (osprov.condition("Project", "held") or {}).get("reason") == "Paused", "Paused", 60)
+    log_offset = (identity_stack.state_dir / "logs" / "keystone.log").stat().st_size
+    osprov.apply("Project", "held", {"name": name, "domain": "Default", "description": "v2"})
+    wait_for(
+        lambda: (
+            "generation 2 is not applied yet"
+            in (osprov.condition("Project", "held") or {}).get("message", "")
+        ),
+        "the paused workflow records generation 2",
+        60,
+    )
+    assert ks.get_project(project.id).description == "v1"
+    assert keystone_requests(identity_stack, log_offset, project.id, name) == []  # not even a read
+    assert "Pause" in describe_events(osprov, "Project", "held")
+
+    kubectl(osprov, "annotate", resource, "held", f"{PAUSED}-")
+    osprov.wait_ready("Project", "held", generation=2)
+    assert ks.get_project(project.id).description == "v2"
+    assert keystone_requests(identity_stack, log_offset, project.id)  # resumed: the write was made
+    conn.close()
