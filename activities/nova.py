@@ -27,12 +27,14 @@ from osprov.api.nova_io import (
     CREATE_SERVER,
     DELETE_SERVER,
     DETACH_VOLUME,
+    FIND_IMPORTED_SERVER,
     FIND_SERVER,
     GET_SERVER,
     REBUILD,
     SET_METADATA,
     AttachResult,
     CreateServer,
+    FindImportedServer,
     FindServer,
     Project,
     Rebuild,
@@ -93,6 +95,21 @@ def find_server(req: FindServer) -> list[ServerRead]:
     """Every server of the project named exactly req.name (lowest ID first)."""
     with openstack_errors(f"find server {req.name}", service="Nova"):
         return _find(_conn(req.project), req.name)
+
+
+@implements(FIND_IMPORTED_SERVER)
+def find_imported_server(req: FindImportedServer) -> list[ServerRead]:
+    """The project's server with req.server_id, or every one named exactly req.name. By ID, another
+    project's server counts as absent: re-scoped admin credentials (spec.project) could read any."""
+    with openstack_errors(f"find imported server {req.server_id or req.name}", service="Nova"):
+        conn = _conn(req.project)
+        if req.server_id is None:
+            return _find(conn, req.name or "")
+        resp = conn.compute.get(f"/servers/{req.server_id}", microversion=MICROVERSION)
+        if resp.status_code == 404:
+            return []
+        raw = _checked(resp).json()["server"]
+        return [_read(raw)] if raw.get("tenant_id") == conn.current_project_id else []
 
 
 @implements(GET_SERVER)
@@ -294,6 +311,7 @@ def detach_volume(req: VolumeAttachment) -> None:
 
 ACTIVITIES: list[Any] = [
     find_server,
+    find_imported_server,
     get_server,
     create_server,
     delete_server,

@@ -90,6 +90,25 @@ def find_load_balancer(req: io.FindLoadBalancer) -> list[io.LoadBalancerView]:
         return _find_lbs(_lb(req.scope), req.name)
 
 
+@implements(io.FIND_IMPORTED_LOAD_BALANCER)
+def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.LoadBalancerView]:
+    """The project's load balancer with req.id, or every one of the project named exactly req.name
+    (DELETED ones excluded). Another project's counts as absent: an admin token lists every project's."""
+    with openstack_errors(f"find imported load balancer {req.id or req.name}", service=SERVICE):
+        proxy = _lb(req.scope)
+        project = proxy.get_project_id()
+        if req.id is None:
+            listed = proxy.load_balancers(name=req.name, project_id=project)
+            found = [r for r in listed if r.name == req.name and r.project_id == project]
+        else:
+            try:
+                found = [r for r in [proxy.get_load_balancer(req.id)] if r.project_id == project]
+            except openstack.exceptions.NotFoundException:
+                found = []
+        views = (_lb_view(r) for r in found)
+        return sorted((v for v in views if v.provisioning_status != "DELETED"), key=lambda v: v.id)
+
+
 @implements(io.CREATE_LOAD_BALANCER)
 def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
     """Create-if-absent by exact name: an existing one is returned as it is."""
@@ -283,6 +302,7 @@ def delete(req: io.DeleteObject) -> bool:
 
 ACTIVITIES: list[Any] = [
     find_load_balancer,
+    find_imported_load_balancer,
     create_load_balancer,
     list_listeners,
     create_listener,

@@ -38,6 +38,15 @@ class FindServer(_Model):
     name: str
 
 
+class FindImportedServer(_Model):
+    """spec.import of an unmanaged Server: the project's server with this ID, or every one of the project
+    named exactly `name` (exactly one of the two). A server of another project is not found."""
+
+    project: Project
+    server_id: str | None = None
+    name: str | None = None
+
+
 class ServerId(_Model):
     project: Project
     server_id: str
@@ -114,6 +123,9 @@ FIND_SERVER: Activity[FindServer, list[ServerRead]] = Activity(
     "nova.find_server", FindServer, list[ServerRead]
 )
 GET_SERVER: Activity[ServerId, ServerLookup] = Activity("nova.get_server", ServerId, ServerLookup)
+FIND_IMPORTED_SERVER: Activity[FindImportedServer, list[ServerRead]] = Activity(
+    "nova.find_imported_server", FindImportedServer, list[ServerRead]
+)
 CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server", CreateServer, ServerRead)
 DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
 SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))

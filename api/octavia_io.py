@@ -121,6 +121,15 @@ class FindLoadBalancer(_Model):
     name: str
 
 
+class FindImportedLoadBalancer(_Model):
+    """spec.import of an unmanaged LoadBalancer: the project's load balancer with this ID, or every one of
+    the project named exactly `name` (exactly one of the two). Another project's is not found."""
+
+    scope: Scope
+    id: str | None = None
+    name: str | None = None
+
+
 class CreateLoadBalancer(_Model):
     """Create-if-absent: an exact-name match is returned (adopted) instead of creating a second one."""
 
@@ -254,6 +263,9 @@ DELETE_FLOATING_IP: Activity[DeleteFloatingIp, bool] = Activity(
 )
 FIND_LOAD_BALANCER: Activity[FindLoadBalancer, list[LoadBalancerView]] = Activity(
     "octavia.find_load_balancer", FindLoadBalancer, list[LoadBalancerView]
+)
+FIND_IMPORTED_LOAD_BALANCER: Activity[FindImportedLoadBalancer, list[LoadBalancerView]] = Activity(
+    "octavia.find_imported_load_balancer", FindImportedLoadBalancer, list[LoadBalancerView]
 )
 CREATE_LOAD_BALANCER: Activity[CreateLoadBalancer, LoadBalancerView] = Activity(
     "octavia.create_load_balancer", CreateLoadBalancer, LoadBalancerView

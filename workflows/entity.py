@@ -102,6 +102,8 @@ class Entity(Generic[SpecT, KindT]):
     KIND: ClassVar[str]
     STATE: ClassVar[type[BaseModel]]  # the kind's state model (KindT)
     # Whether the kind serves managementPolicy unmanaged (observe only); the others refuse it, calling nothing.
+    # Every kind with the field observes now; the refusal stays for runs that started before a kind's
+    # observe patch (volume-observe, server-observe, loadbalancer-observe), which replay it.
     OBSERVES: ClassVar[bool] = False
 
     def __init__(self) -> None:

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         converge,
         delete,
     )
+    from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_load_balancer
     from osprov.workflows.tenancy import CloudEntity, Where
 
 FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
@@ -51,6 +52,9 @@ DEPROVISIONING_MESSAGE = "deleting the Octavia load balancer; waiting until Octa
 # Deleting as passes of the entity loop (requeued, bounded by continue-as-new) instead of one pass
 # that polls until the load balancer is gone (new commands: a status write, the loop's timer).
 PATCH_FINALIZE_REQUEUE = "loadbalancer-finalize-requeue"
+# O1…O4, OL1…OL3: managementPolicy unmanaged observes the imported load balancer (runs before it refused,
+# calling nothing).
+PATCH_OBSERVE = "loadbalancer-observe"
 
 # The activity of each Octavia mutation a decision can ask for.
 MUTATIONS: dict[type[Any], Activity[Any, Any]] = {
@@ -95,8 +99,13 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             **base, load_balancer_id=k.load_balancer_id, vip_address=k.vip_address, public_ip=k.public_ip
         )
 
+    def observes(self) -> bool:
+        return workflow.patched(PATCH_OBSERVE)
+
     # ----- the passes ---------------------------------------------------------------------------------
     async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
+        if spec.unmanaged:
+            return await self.observe_import(spec)
         uid = self.st.ref.uid
         scope = _scope(await self.where(spec, deleting=False))
         d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope))
@@ -107,6 +116,33 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             )
         mutated = not isinstance(d.action, Wait)
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
+
+    async def observe_import(self, spec: LoadBalancerSpec) -> Outcome:
+        """O1…O4 then OL1…OL3 (workflows/observe_import.py): one read of the imported load balancer, mirrored;
+        never a create, an update, a floating IP or a delete (and the resource is never `realised`)."""
+        scope = _scope(await self.where(spec, deleting=False))
+        wanted = Wanted.of(spec.import_)
+        step = f"O1: find the imported load balancer ({wanted.shown})"
+        self.set_step(step)
+        query = io.FindImportedLoadBalancer(scope=scope, id=wanted.id, name=wanted.name)
+        found = await call(io.FIND_IMPORTED_LOAD_BALANCER, query, summary=step)
+        chosen = choose(found, wanted, "Octavia load balancer", f"project {scope.domain}/{scope.project}")
+        if isinstance(chosen, Refused):
+            self.set_step(f"{chosen.rule}: {chosen.message}")
+            raise PassFailed(chosen.message, reason=AvailableReason.ERRORED.value)
+        lb = chosen.found
+        if self.k.load_balancer_id != lb.id:
+            self.event(note("Observed", f"observing Octavia load balancer {lb.id} ({wanted.shown})"))
+        self.k.load_balancer_id, self.k.vip_address = lb.id, lb.vip_address
+        m = mirror_load_balancer(lb.id, lb.provisioning_status)
+        self.set_step(f"{m.rule}: {m.message}")
+        conditions = [ConditionState.of(AVAILABLE, m.available, m.reason, m.message)]
+        if not m.settling:
+            self.k.waits = 0
+            return Outcome(conditions=conditions)
+        waits = self.k.waits
+        self.k.waits = waits + 1
+        return Outcome(conditions=conditions, requeue_after=backoff(waits))
 
     async def finalize(self, spec: LoadBalancerSpec) -> Outcome | None:
         scope = None  # never realised: no create was attempted, nothing can exist (D1), no Identity is asked

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.event_recorder import note
+    from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_server
     from osprov.workflows.rebuild import (
         Action,
         Observation,
@@ -59,6 +60,9 @@ PARK_MESSAGE = "server rebuild failed; set a different spec.imageID or replace t
 # spec.imageID (create and rebuild targets alike) is checked against the region inventory before any Nova
 # call (a new local activity).
 PATCH_IMAGE_CHECK = "server-image-check"
+# O1…O4, OS1…OS3: managementPolicy unmanaged observes the imported server (runs before it refused, calling
+# nothing).
+PATCH_OBSERVE = "server-observe"
 
 _HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
     "ACTIVE": (True, HealthyReason.HEALTHY),
@@ -160,6 +164,9 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             self.k.step = step
         super().set_step(step)
 
+    def observes(self) -> bool:
+        return workflow.patched(PATCH_OBSERVE)
+
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
         """OsprovRebuild = the marker's state, so `OsprovRebuild = 'Failed'` lists parked rebuilds."""
         if not workflow.patched(PATCH_REBUILD_ATTRIBUTE):  # runs started before it: no such upsert
@@ -181,6 +188,8 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
 
     # ----- one pass ------------------------------------------------------------------------------
     async def reconcile(self, spec: ServerSpec, full: bool) -> Outcome:
+        if spec.unmanaged:
+            return await self.observe_import(spec)
         await self.check_image(spec)
         project = await self.project(spec, deleting=False)
         assert project is not None
@@ -198,6 +207,37 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             return self.provisioning(f"server {read.id} is {read.status}; waiting for its first boot", health)
         await self.ensure_metadata(spec, project, read)
         return await self.rebuild_pass(spec, project, obs, health)
+
+    async def observe_import(self, spec: ServerSpec) -> Outcome:
+        """O1…O4 then OS1…OS3 (workflows/observe_import.py): one read of the imported server, mirrored; never a
+        create, a metadata write, a rebuild, an attachment or a delete."""
+        project = await self.project(spec, deleting=False)
+        assert project is not None
+        wanted = Wanted.of(spec.import_)
+        self.set_step(f"O1: find the imported server ({wanted.shown})")
+        found = await call(
+            io.FIND_IMPORTED_SERVER,
+            io.FindImportedServer(project=project, server_id=wanted.id, name=wanted.name),
+            summary=f"O1: find the imported server ({wanted.shown})",
+        )
+        chosen = choose(found, wanted, "Nova server", f"project {project.domain}/{project.name}")
+        if isinstance(chosen, Refused):
+            self.set_step(f"{chosen.rule}: {chosen.message}")
+            raise PassFailed(chosen.message, reason=AvailableReason.ERRORED)
+        read = chosen.found
+        if self.k.server_id != read.id:
+            self.event(
+                note("Observed", f"observing Nova server {read.id} ({wanted.shown}); osprov never changes it")
+            )
+        self.k.server_id = read.id
+        self.mirror_fields(read)
+        m = mirror_server(read.id, read.status)
+        self.set_step(f"{m.rule}: {m.message}")
+        conditions = [available(m.available, m.reason, m.message), healthy(read.status)]
+        if m.settling:
+            return Outcome(conditions=conditions, requeue_after=self.waiting())
+        self.k.waits = 0
+        return Outcome(conditions=conditions)
 
     async def check_image(self, spec: ServerSpec) -> None:
         """Before any Nova call: the image is one the region inventory offers (each image once: a server
@@ -291,13 +331,17 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         if marker != self.k.rebuild:
             workflow.logger.info("monitor advanced the rebuild marker", extra={"rule": rule})
             self.k.rebuild = marker
+        self.mirror_fields(read)
+        return healthy(read.status)
+
+    def mirror_fields(self, read: io.ServerRead) -> None:
+        """Phase from the status, and the write-once latches launchedAt and macAddress."""
         k = self.k
         k.phase = _PHASE.get(read.status, ServerPhase.UNKNOWN)
         if read.launched_at and k.launched_at is None:
             k.launched_at = k8s_time(read.launched_at)
         if read.status == "ACTIVE" and read.mac_address and k.mac_address is None:
             k.mac_address = read.mac_address
-        return healthy(read.status)
 
     async def recreate_failed(self, spec: ServerSpec, project: io.Project, read: io.ServerRead) -> Outcome:
         """A server in ERROR that never booted: delete it; the next passes recreate it (bounded)."""

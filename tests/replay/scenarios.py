@@ -140,3 +140,17 @@ async def volume_observed(h: Harness, _: str) -> str:
 
 # Recorded as Volume-observe.json: the patched observe path (PATCH_OBSERVE) of an unmanaged Volume.
 SCENARIOS["Volume-observe"] = volume_observed
+
+
+async def server_observed(h: Harness, _: str) -> str:
+    return await fakes_nova.observe_scenario(h, "Server")
+
+
+async def load_balancer_observed(h: Harness, _: str) -> str:
+    return await fakes_octavia.observe_scenario(h, "LoadBalancer")
+
+
+# Recorded as Server-observe.json and LoadBalancer-observe.json: the patched observe paths (server-observe,
+# loadbalancer-observe) of unmanaged Servers and LoadBalancers.
+SCENARIOS["Server-observe"] = server_observed
+SCENARIOS["LoadBalancer-observe"] = load_balancer_observed

@@ -31,6 +31,7 @@ class FakeServer:
     task_state: str | None = "spawning"
     launched_at: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    foreign: bool = False  # another project's server: found by ID only with admin eyes, never imported
 
     def read(self) -> io.ServerRead:
         return io.ServerRead(
@@ -96,6 +97,13 @@ class FakeNova:
             server = nova.servers.get(req.server_id)
             return io.ServerLookup(server=server.read() if server else None)
 
+        @activity.defn(name=io.FIND_IMPORTED_SERVER.name)
+        async def find_imported_server(req: io.FindImportedServer) -> list[io.ServerRead]:
+            nova.calls.append(io.FIND_IMPORTED_SERVER.name)
+            found = [nova.servers[req.server_id]] if req.server_id in nova.servers else []
+            found = named(req.name) if req.name is not None else found
+            return [s.read() for s in found if not s.foreign]
+
         @activity.defn(name=io.CREATE_SERVER.name)
         async def create_server(req: io.CreateServer) -> io.ServerRead:
             nova.calls.append(io.CREATE_SERVER.name)
@@ -160,6 +168,7 @@ class FakeNova:
 
         return [
             find_server,
+            find_imported_server,
             get_server,
             create_server,
             delete_server,
@@ -204,5 +213,38 @@ async def replay_scenario(h: Any, kind: str) -> str:
         await sh.signal(wf, 2, spec("img-b"), deleting=True, finalizers=finalizers)
         await sh.until(lambda: sh.status().get("phase") == "Deleting", "phase Deleting")
         nova.servers.clear()
+        await wf.result()
+        return str(wf.id)
+
+
+async def observe_scenario(h: Any, kind: str) -> str:
+    """tests/replay scenario for an unmanaged Server (O1, OS3, OS1): an imported server seen BUILD, then
+    ACTIVE, a monitor read, the resource deleted (the server stays)."""
+    from temporalio.worker import Worker
+
+    from osprov.workflows.all import WORKFLOWS
+    from tests.workflows.test_server_workflow import ServerHarness
+
+    nova = FakeNova()
+    theirs = nova.add("legacy", "img-a", booted=False)
+    queue = f"{h.queue}-nova"
+    activities = h.cloud.activities() + nova.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        sh = ServerHarness(h.env, h.cloud, queue)
+        sh.nova = nova
+        spec = {
+            "project": {"name": "p", "domain": "Default"},
+            "flavor": "m1.tiny",
+            "imageID": "img-a",
+            "managementPolicy": "unmanaged",
+            "import": {"id": theirs.id},
+        }
+        wf = await sh.apply(kind, spec, name="observed", uid="replay-server-observe")
+        await sh.until(lambda: sh.condition().get("reason") == "Provisioning", "server observed BUILD")
+        theirs.boot()
+        await sh.until(lambda: sh.condition().get("status") == "True", "server observed ACTIVE")
+        reads = nova.count(io.FIND_IMPORTED_SERVER.name)
+        await sh.until(lambda: nova.count(io.FIND_IMPORTED_SERVER.name) > reads, "monitor read")
+        await sh.signal(wf, 1, spec, deleting=True)
         await wf.result()
         return str(wf.id)

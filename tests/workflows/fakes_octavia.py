@@ -37,6 +37,7 @@ class FakeOctavia:
     settle_reads: int = 1  # LB reads that still show PENDING_* after a mutation
     stuck_deletes: bool = False  # a cascade delete leaves the LB PENDING_DELETE until finish_deletes()
     vip_address: str = "10.20.0.5"
+    foreign: set[str] = field(default_factory=set)  # load balancers of another project (never imported)
     _pending: dict[str, int] = field(default_factory=dict)  # lb id -> PENDING reads left
     _pending_status: dict[str, str] = field(default_factory=dict)
     _forced: dict[str, str] = field(default_factory=dict)  # object id -> forced provisioning status
@@ -137,6 +138,12 @@ class FakeOctavia:
             return [
                 o._read_lb(lb) for lb in sorted(o.lbs.values(), key=lambda v: v.id) if lb.name == req.name
             ]
+
+        @activity.defn(name=io.FIND_IMPORTED_LOAD_BALANCER.name)
+        async def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.LoadBalancerView]:
+            o._record(io.FIND_IMPORTED_LOAD_BALANCER.name, req.scope)
+            ours = (lb for lb in sorted(o.lbs.values(), key=lambda v: v.id) if lb.id not in o.foreign)
+            return [o._read_lb(lb) for lb in ours if req.id in (None, lb.id) and req.name in (None, lb.name)]
 
         @activity.defn(name=io.CREATE_LOAD_BALANCER.name)
         async def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
@@ -333,6 +340,7 @@ class FakeOctavia:
 
         return [
             find_load_balancer,
+            find_imported_load_balancer,
             create_load_balancer,
             list_listeners,
             create_listener,
@@ -405,5 +413,32 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         deletes = octavia.count(io.FIND_LOAD_BALANCER.name)
         await h.until(lambda: octavia.count(io.FIND_LOAD_BALANCER.name) >= deletes + 3, "delete re-checked")
         octavia.finish_deletes()
+        await wf.result()
+        return wf.id
+
+
+async def observe_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenario for an unmanaged LoadBalancer (O1, OL3, OL1): an imported load balancer seen
+    PENDING, then ACTIVE, a resync, the resource deleted (the load balancer stays)."""
+    octavia = FakeOctavia()
+    theirs = octavia.add_lb("legacy", status="ACTIVE")
+    octavia.force(theirs.id, "PENDING_UPDATE")
+    queue = f"{h.queue}-octavia"
+    activities = h.cloud.activities() + octavia.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        lh = Harness(h.env, h.cloud, queue)
+        spec: dict[str, Any] = {
+            "project": {"name": "p", "domain": "Default"},
+            "vipNetworkID": "net",
+            "managementPolicy": "unmanaged",
+            "import": {"id": theirs.id},
+        }
+        wf = await lh.apply(kind, spec, name="observed", uid="replay-loadbalancer-observe")
+        await h.until(lambda: octavia.count(io.FIND_IMPORTED_LOAD_BALANCER.name) >= 1, "load balancer read")
+        octavia._forced.pop(theirs.id)
+        await h.until(lambda: lh.last_ready().get("reason") == "Provisioned", "load balancer observed")
+        reads = octavia.count(io.FIND_IMPORTED_LOAD_BALANCER.name)
+        await h.until(lambda: octavia.count(io.FIND_IMPORTED_LOAD_BALANCER.name) > reads, "resynced", 3600)
+        await lh.signal(wf, 1, spec, deleting=True)
         await wf.result()
         return wf.id

@@ -80,21 +80,3 @@ async def test_a_managed_import_writes_only_what_the_operator_allow_lists(
     assert h.cloud.objects["domain"][legacy.id].fields["description"] == "new"
     assert h.cloud.objects["domain"][theirs.id].fields["description"] == "theirs"
     assert h.cloud.count(io.CREATE.name) == 0
-
-
-async def test_a_cloud_kind_refuses_unmanaged_without_a_cloud_call(h: Harness) -> None:
-    """Observing Servers and LoadBalancers is not built yet (Volumes: test_volume.py O rows): say so,
-    call nothing."""
-    spec = {
-        "flavor": "m1.tiny",
-        "imageID": "img-1",
-        "project": {"name": "p", "domain": "d"},
-        "managementPolicy": "unmanaged",
-        "import": {"id": "srv-1"},
-    }
-    wf = await h.apply("Server", spec)
-    await ready(h, wf)
-    [cond] = [c for c in h.written[wf.id]["conditions"] if c["type"] == "Available"]
-    assert (cond["status"], cond["reason"]) == ("False", "Errored")
-    assert "managementPolicy unmanaged" in cond["message"] and "not supported for Server" in cond["message"]
-    assert h.cloud.calls == ["kube.patch_status"]

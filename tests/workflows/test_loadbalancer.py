@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,3 +362,53 @@ def test_a_bare_number_is_not_a_sentence() -> None:
     assert not reads_as_sentence(None)
     assert not reads_as_sentence("list lb-1-*listener")
     assert reads_as_sentence("re-check: P7a: create pool lb-1-http-pool (TCP); waiting for ACTIVE")
+
+
+# --- observe only (managementPolicy unmanaged + import): rows O1…O4, OL1…OL3 (workflows/observe_import.py) ---
+def imported(chosen: dict[str, Any]) -> dict[str, Any]:
+    return with_listeners(HTTP, managementPolicy="unmanaged", deletionPolicy="retain", **{"import": chosen})
+
+
+@pytest.mark.parametrize("by", ["id", "filter"])
+async def test_O1_OL1_an_imported_load_balancer_is_mirrored_never_changed_and_outlives_its_resource(
+    env: Env, by: str
+) -> None:
+    """The status mirrors a load balancer osprov did not create: no listener, pool, member, monitor or
+    floating IP is made for the spec, nothing is deleted when the resource goes."""
+    theirs = env.o.add_lb("legacy-lb")
+    wf = await env.h.apply(
+        "LoadBalancer", imported({"id": theirs.id} if by == "id" else {"filter": {"name": "legacy-lb"}})
+    )
+    assert (await env.wait_reason("Provisioned"))["status"] == "True"
+    assert env.status()["loadBalancerID"] == theirs.id and env.status()["vipAddress"] == env.o.vip_address
+    env.o.force(theirs.id, "ERROR")  # OL2 at the next resync
+    await skip(env.h.env, 3600)
+    await env.wait_reason("Errored")
+    env.o.force(theirs.id, "PENDING_UPDATE")  # OL3: re-read soon until it settles
+    await skip(env.h.env, 3600)
+    await env.wait_reason("Provisioning")
+    env.o._forced.pop(theirs.id)
+    await env.wait_reason("Provisioned")
+    await env.h.signal(wf, 1, imported({"id": theirs.id}), deleting=True)
+    assert await wf.result() == "deleted"
+    assert env.o.mutations() == [] and env.o.fips == {} and list(env.o.lbs) == [theirs.id]
+
+
+async def test_O3_O4_an_import_that_matches_nothing_another_projects_or_two_creates_nothing(env: Env) -> None:
+    foreign = env.o.add_lb("theirs")
+    env.o.foreign.add(foreign.id)
+    env.o.add_lb("twin")
+    env.o.add_lb("twin")
+    for name, chosen, shown in (
+        ("missing", {"id": "lb-404"}, "no Octavia load balancer with ID lb-404"),
+        ("foreign", {"id": foreign.id}, f"no Octavia load balancer with ID {foreign.id}"),
+        ("twins", {"filter": {"name": "twin"}}, "2 Octavia load balancers are named twin"),
+    ):
+        await env.h.apply("LoadBalancer", imported(chosen), name=name)
+        await eventually(_says(env, shown), f"{name}: refused", 30)
+        assert env.available()["reason"] == "Errored"
+    assert env.o.mutations() == [] and len(env.o.lbs) == 3
+
+
+def _says(env: Env, text: str) -> Callable[[], bool]:
+    return lambda: bool(env.h.cloud.statuses) and text in env.available().get("message", "")

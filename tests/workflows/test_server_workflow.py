@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -254,3 +255,74 @@ async def test_volumes_attach_report_device_and_detach_when_removed(h: ServerHar
     await h.signal(wf, 2, spec())  # both removed from the spec
     await h.until(lambda: h.condition().get("status") == "True", "available without volumes")
     assert h.nova.volumes["data"] == (None, None) and h.status()["volumes"] == []
+
+
+# --- observe only (managementPolicy unmanaged + import): rows O1…O4, OS1…OS3 (workflows/observe_import.py) ---
+WRITES = (io.CREATE_SERVER.name, io.SET_METADATA.name, io.REBUILD.name, io.DELETE_SERVER.name)
+
+
+def imported(chosen: dict[str, Any]) -> dict[str, Any]:
+    return spec(NEW, managementPolicy="unmanaged", deletionPolicy="retain", **{"import": chosen})
+
+
+@pytest.mark.parametrize("by", ["id", "filter"])
+async def test_O1_OS1_an_imported_server_is_mirrored_never_changed_and_outlives_its_resource(
+    h: ServerHarness, by: str
+) -> None:
+    """The status mirrors a server osprov did not create, whatever its image, metadata or name: no
+    metadata write, no rebuild to spec.imageID, no delete; deleting the resource leaves it as it was."""
+    theirs = h.nova.add("legacy-web", OLD)
+    theirs.metadata = {"owner": "another tool"}
+    wf = await h.apply(
+        "Server", imported({"id": theirs.id} if by == "id" else {"filter": {"name": "legacy-web"}})
+    )
+    await h.until(lambda: h.condition().get("status") == "True", "the imported server observed")
+    assert h.condition()["reason"] == "Provisioned" and theirs.id in h.condition()["message"]
+    assert h.status()["serverID"] == theirs.id and h.status()["phase"] == "Running"
+    assert h.condition("Healthy")["status"] == "True" and h.status()["launchedAt"]
+    theirs.status = "ERROR"  # OS2, seen by the monitor's next read
+    await h.until(lambda: h.condition().get("reason") == "Errored", "the observed ERROR")
+    assert h.condition("Healthy")["status"] == "False"
+    theirs.status = "SHUTOFF"  # OS1 again: stopped on purpose is still there
+    await h.until(lambda: h.condition().get("status") == "True", "observed SHUTOFF")
+    assert h.status()["phase"] == "Stopped"
+    await h.signal(wf, 1, imported({"id": theirs.id}), deleting=True)
+    assert await wf.result() == "deleted"
+    assert h.nova.servers[theirs.id] is theirs and theirs.image_id == OLD
+    assert theirs.metadata == {"owner": "another tool"}
+    assert [c for c in h.nova.calls if c in WRITES] == []
+
+
+async def test_OS3_a_server_changing_under_someone_else_is_read_again_soon(h: ServerHarness) -> None:
+    theirs = h.nova.add("legacy-web", OLD, booted=False)  # BUILD
+    await h.apply("Server", imported({"id": theirs.id}))
+    await h.until(lambda: h.condition().get("reason") == "Provisioning", "observed BUILD")
+    assert h.status()["phase"] == "Building"
+    theirs.boot()
+    await h.until(lambda: h.condition().get("status") == "True", "observed ACTIVE", virtual_s=15)
+
+
+async def test_O3_an_import_that_matches_nothing_or_another_projects_server_creates_nothing(
+    h: ServerHarness,
+) -> None:
+    foreign = h.nova.add("theirs", OLD)
+    foreign.foreign = True  # readable by ID with an admin token, but not in this project
+    for name, chosen in (("missing", {"id": "srv-404"}), ("foreign", {"id": foreign.id})):
+        await h.apply("Server", imported(chosen), name=name)
+        shown = f"no Nova server with ID {chosen['id']}"
+        await h.until(_says(h, shown), f"{name}: nothing to observe")
+    assert h.condition()["reason"] == "Errored" and f"ID {foreign.id}" in h.condition()["message"]
+    assert [c for c in h.nova.calls if c in WRITES] == [] and list(h.nova.servers) == [foreign.id]
+
+
+def _says(h: ServerHarness, text: str) -> Callable[[], bool]:
+    return lambda: text in h.condition().get("message", "")
+
+
+async def test_O4_two_servers_with_the_imported_name_are_refused(h: ServerHarness) -> None:
+    h.nova.add("twin", OLD)
+    h.nova.add("twin", OLD)
+    await h.apply("Server", imported({"filter": {"name": "twin"}}))
+    await h.until(lambda: h.condition().get("reason") == "Errored", "the ambiguity reported")
+    assert "2 Nova servers are named twin" in h.condition()["message"] and "by ID" in h.condition()["message"]
+    assert [c for c in h.nova.calls if c in WRITES] == []
