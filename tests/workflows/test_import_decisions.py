@@ -25,7 +25,7 @@ def test_O1_the_import_is_read_by_id_or_by_exact_name() -> None:
 
 
 def test_O3_nothing_found_is_refused_with_what_to_fix() -> None:
-    got = choose([], BY_ID, "Nova server", "project Default/p")
+    got = choose(list[str](), BY_ID, "Nova server", "project Default/p")
     assert isinstance(got, Refused) and got.rule == "O3"
     assert got.message.startswith("no Nova server with ID abc in project Default/p: nothing to observe")
     assert "fix spec.import" in got.message
