@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import time
 
@@ -25,6 +26,7 @@ from bench.identity_common import (
     suffix,
     wait,
 )
+from bench.report import Figure, print_figures
 from devenv.testing import StackEnv
 from tests.support.osprov import REPO
 
@@ -142,15 +144,20 @@ def run_cli(env: StackEnv, tag: str) -> tuple[float, int]:
     return time.monotonic() - start, len(calls)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="bench.identity_cinder")
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
+GOAL = 0.05  # P1: at least 20x faster than the CLI sequence
+
+
+def measure(repeat: int = 1) -> list[Figure]:
+    """P1: the Cinder example apply -> all Ready (median over `repeat` runs) against the ks-* CLI sequence."""
     env = stack_env()
     ks = identity(env)
     tags: list[str] = []
+    ours_s: list[float] = []
+    cli_s: list[float] = []
+    requests: list[int] = []
+    count = processes = 0
     try:
-        for i in range(args.repeat):
+        for i in range(repeat):
             # A fresh namespace (worker, bridge, resources) per run, warmed up by one Domain first.
             with osprov_via_proxy(env, resync_seconds=600) as (osprov, proxy):
                 warm = suffix()
@@ -163,19 +170,36 @@ def main() -> None:
                 start = time.monotonic()
                 resources = apply_example(osprov, "cinder", tag)
                 wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)  # noqa: B023
-                ours = time.monotonic() - start  # from the first apply
-                requests = proxy.connections_seen - before
+                ours_s.append(time.monotonic() - start)  # from the first apply
+                requests.append(proxy.connections_seen - before)
+                count = len(resources)
             cli_tag = suffix()
             tags.append(cli_tag)
             cli, processes = run_cli(env, cli_tag)
+            cli_s.append(cli)
             print(
-                f"run {i + 1}: osprov {len(resources)} resources apply→all Ready {ours:.1f} s "
-                f"({requests} Keystone requests); openstack CLI {processes} processes {cli:.1f} s; "
-                f"CLI/osprov = {cli / ours:.1f}x"
+                f"run {i + 1}: osprov {ours_s[-1]:.1f} s ({requests[-1]} Keystone requests); CLI {cli:.1f} s"
             )
     finally:
         for tag in tags:
             cleanup_keystone(ks, tag)
+    figure = Figure(
+        "P1",
+        f"Cinder example, {count} resources -> Ready",
+        round(statistics.median(ours_s), 2),
+        round(statistics.median(cli_s), 2),
+        "ratio <= 0.05 (20x faster than the CLI)",
+        baseline=f"ks-user/ks-service/ks-endpoints CLI sequence ({processes} processes)",
+        extra={"Keystone requests": int(statistics.median(requests)), "runs": repeat},
+    )
+    figure.met = figure.ratio is not None and figure.ratio <= GOAL
+    return [figure]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.identity_cinder")
+    parser.add_argument("--repeat", type=int, default=1)
+    print_figures(measure(parser.parse_args().repeat))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from devenv import stack
+from devenv.config import PORTS
 from devenv.faults.proxy import FaultProxy
 from devenv.testing import StackEnv
 from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
@@ -103,7 +104,10 @@ def osprov_via_proxy(
     Keystone's uwsgi answers with Connection: close, so the proxy's connection count is the number of
     HTTP requests the worker made.
     """
-    with tempfile.TemporaryDirectory(prefix="osprov-bench-") as tmp, FaultProxy("127.0.0.1", 35000) as proxy:
+    with (
+        tempfile.TemporaryDirectory(prefix="osprov-bench-") as tmp,
+        FaultProxy("127.0.0.1", PORTS.keystone) as proxy,
+    ):
         clouds = yaml.safe_load(env.clouds_yaml.read_text())
         entry = clouds["clouds"][env.cloud]
         entry["auth"]["auth_url"] = f"{proxy.url}/v3"

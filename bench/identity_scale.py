@@ -26,6 +26,7 @@ from bench.identity_common import (
     wait,
     worker_cpu,
 )
+from bench.report import Figure, print_figures
 from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov
 
@@ -45,7 +46,7 @@ def ready_count(osprov: Osprov) -> int:
     return total
 
 
-def run_osprov_side(count: int, threads: int, tag: str) -> None:
+def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str, Any]]:
     env = stack_env()
     with osprov_via_proxy(env, resync_seconds=3600, threads=threads) as (osprov, proxy):
         domain = f"scale-{tag}"
@@ -68,16 +69,18 @@ def run_osprov_side(count: int, threads: int, tag: str) -> None:
         temporal = service_cpu("temporal") - temporal0
         requests = proxy.connections_seen - requests0
         workflows, events, _ = history_stats(env, osprov.namespace, set())
-        print(
-            f"osprov, {count} resources: apply→all Ready {elapsed:.0f} s (applying alone {applied:.0f} s), "
-            f"{count / elapsed:.1f} resources/s; Keystone requests per resource {requests / count:.1f}; "
-            f"history events per workflow {events / workflows:.1f}; worker CPU {cpu:.0f} s "
-            f"({100 * cpu / elapsed:.0f}% of one core, {1000 * cpu / count:.0f} ms per resource); "
-            f"Temporal dev server CPU {temporal:.0f} s"
-        )
+    return elapsed, {
+        "applying alone s": round(applied),
+        "resources/s": round(count / elapsed, 1),
+        "Keystone requests per resource": round(requests / count, 1),
+        "history events per workflow": round(events / workflows, 1),
+        "worker CPU s": round(cpu),
+        "worker CPU ms per resource": round(1000 * cpu / count),
+        "Temporal dev server CPU s": round(temporal),
+    }
 
 
-def run_plain_side(count: int, tag: str) -> None:
+def run_plain_side(count: int, tag: str) -> float:
     """The API minimum: one exact lookup and one create per object, serially."""
     env = stack_env()
     ks = identity(env)
@@ -90,11 +93,32 @@ def run_plain_side(count: int, tag: str) -> None:
                 ks.create_project(name=name, domain_id=domain.id)
         elif not [g for g in ks.groups(name=name, domain_id=domain.id) if g.name == name]:
             ks.create_group(name=name, domain_id=domain.id)
-    elapsed = time.monotonic() - start
-    print(
-        f"plain openstacksdk loop, {count} objects: {elapsed:.0f} s, {count / elapsed:.1f} objects/s, "
-        f"2 Keystone requests per object"
-    )
+    return time.monotonic() - start
+
+
+def measure(counts: list[int], threads: int = 4) -> list[Figure]:
+    """P3: N identity resources -> Ready against the plain lookup+create loop, one figure per N."""
+    ks = identity(stack_env())
+    figures = []
+    for count in counts:
+        tag = suffix()
+        try:
+            ours, extra = run_osprov_side(count, threads, tag)
+            plain = run_plain_side(count, tag)
+        finally:
+            cleanup_keystone(ks, tag)
+        figure = Figure(
+            "P3",
+            f"{count} Projects/Groups -> Ready",
+            round(ours, 1),
+            round(plain, 1),
+            "ratio <= 1.5",
+            baseline="plain openstacksdk loop (exact lookup + create, serial)",
+            extra=extra | {"worker activity threads": threads},
+        )
+        figure.met = figure.ratio is not None and figure.ratio <= 1.5
+        figures.append(figure)
+    return figures
 
 
 def main() -> None:
@@ -102,14 +126,7 @@ def main() -> None:
     parser.add_argument("--counts", type=int, nargs="+", default=[500, 2000])
     parser.add_argument("--threads", type=int, default=4, help="worker activity threads")
     args = parser.parse_args()
-    ks = identity(stack_env())
-    for count in args.counts:
-        tag = suffix()
-        try:
-            run_osprov_side(count, args.threads, tag)
-            run_plain_side(count, tag)
-        finally:
-            cleanup_keystone(ks, tag)
+    print_figures(measure(args.counts, args.threads))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from bench.identity_common import (
     wait,
     worker_cpu,
 )
+from bench.report import Figure, print_figures
 from devenv.openstack.infra import mysql_exec
 
 
@@ -41,49 +42,68 @@ def failed_logins(domain_name: str) -> tuple[int, int]:
     return int(users), int(failed)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="bench.identity_steady")
-    parser.add_argument("--resync", type=float, default=10.0, help="forced resync interval, seconds")
-    parser.add_argument("--ticks", type=int, default=3, help="resync ticks to measure")
-    args = parser.parse_args()
+def measure(resync: float = 10.0, ticks: int = 3) -> list[Figure]:
+    """P2: what one resync tick costs per resource of the converged Cinder example."""
     env = stack_env()
     ks = identity(env)
     tag = suffix()
     try:
-        with osprov_via_proxy(env, resync_seconds=args.resync) as (osprov, proxy):
+        with osprov_via_proxy(env, resync_seconds=resync) as (osprov, proxy):
             resources = apply_example(osprov, "cinder", tag)
             wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)
-            time.sleep(args.resync * 1.5)  # benchmark pacing (not synchronisation): past the first resync
+            time.sleep(resync * 1.5)  # benchmark pacing (not synchronisation): past the first resync
             requests0 = proxy.connections_seen
             _, events0, writes0 = history_stats(env, osprov.namespace, WRITE_ACTIVITIES)
             probes0 = history_stats(env, osprov.namespace, {"keystone.probe_password"})[2]
             cpu0, t0 = worker_cpu(osprov), time.monotonic()
-            time.sleep(args.resync * args.ticks)  # the measured window: nothing changes, only resyncs run
+            time.sleep(resync * ticks)  # the measured window: nothing changes, only resyncs run
             elapsed = time.monotonic() - t0
             cpu = worker_cpu(osprov) - cpu0
             requests = proxy.connections_seen - requests0
             workflows, events1, writes1 = history_stats(env, osprov.namespace, WRITE_ACTIVITIES)
             probes = history_stats(env, osprov.namespace, {"keystone.probe_password"})[2] - probes0
             users, failed = failed_logins(f"service-{tag}")
-            ticks = elapsed / args.resync
-            per = len(resources) * ticks
-            print(
-                f"steady state, {len(resources)} resources ({workflows} workflows), resync {args.resync:.0f} s, "
-                f"{elapsed:.0f} s measured ({ticks:.1f} ticks):"
-            )
-            print(f"  Keystone requests per resource per tick: {requests / per:.2f}  (total {requests})")
-            print(
-                f"  Keystone writes per resource per tick:   {(writes1 - writes0) / per:.2f}  "
-                f"(total {writes1 - writes0})"
-            )
-            print(
-                f"  password probes (logins) in the window:  {probes}; failed logins (Keystone's count over "
-                f"{users} users): {failed}"
-            )
-            print(f"  history events per resource per tick:    {(events1 - events0) / per:.1f}")
-            print(f"  worker CPU: {cpu:.1f} s over {elapsed:.0f} s ({100 * cpu / elapsed:.1f}% of one core)")
     finally:
         cleanup_keystone(ks, tag)
+    per = len(resources) * (elapsed / resync)
+    counts = {
+        "Keystone requests per resource per tick": round(requests / per, 2),
+        "Keystone writes per resource per tick": round((writes1 - writes0) / per, 2),
+        "failed logins": failed,
+        "history events per resource per tick": round((events1 - events0) / per, 1),
+    }
+    met = (
+        counts["Keystone requests per resource per tick"] <= 1
+        and counts["Keystone writes per resource per tick"] == 0
+        and failed == 0
+        and counts["history events per resource per tick"] <= 4
+    )
+    extra = counts | {
+        "password probes in the window": probes,
+        "users": users,
+        "workflows": workflows,
+        "ticks": round(elapsed / resync, 1),
+        "worker CPU % of one core": round(100 * cpu / elapsed, 1),
+    }
+    return [
+        Figure(
+            "P2",
+            f"steady state, {len(resources)} resources, per resync tick",
+            None,
+            None,
+            "<= 1 Keystone request, 0 writes, 0 failed logins, <= 4 history events per resource and tick",
+            met=met,
+            extra=extra,
+        )
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.identity_steady")
+    parser.add_argument("--resync", type=float, default=10.0, help="forced resync interval, seconds")
+    parser.add_argument("--ticks", type=int, default=3, help="resync ticks to measure")
+    args = parser.parse_args()
+    print_figures(measure(args.resync, args.ticks))
 
 
 if __name__ == "__main__":

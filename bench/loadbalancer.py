@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import statistics
 import tempfile
 import time
 import uuid
@@ -29,6 +30,7 @@ from typing import Any
 
 import openstack.connection
 
+from bench.report import Figure, print_figures
 from devenv import stack
 from devenv.openstack.catalog import PUBLIC_NETWORK, VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
@@ -187,12 +189,8 @@ def _replace_members(
 # ----- main --------------------------------------------------------------------------------------
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--poll", type=float, default=0.2, help="read interval of the plain script (s)")
-    args = parser.parse_args()
-
+def measure(repeat: int = 2, poll: float = 0.2) -> list[Figure]:
+    """P4 (LoadBalancer): apply -> Provisioned and a member change -> converged, medians over `repeat`."""
     env = StackEnv.from_env(stack.load_env())
     if not env.full:
         raise SystemExit("needs the full local stack: osprov dev up --full")
@@ -223,8 +221,8 @@ def main() -> None:
     gen = run_osprov(env, logs)
     o = next(gen)
     try:
-        for _ in range(args.repeat):
-            plain = run_plain_side(scoped, vip, args.poll)
+        for _ in range(repeat):
+            plain = run_plain_side(scoped, vip, poll)
             ours = run_osprov_side(o, spec)
             rows.append((ours, plain))
     finally:
@@ -234,17 +232,35 @@ def main() -> None:
         for fip in admin.network.ips(project_id=project.id):
             admin.network.delete_ip(fip.id, ignore_missing=True)
 
-    print(
-        f"LoadBalancer (2 listeners, public IP), osprov vs plain openstacksdk (plain reads every {args.poll}s)"
-    )
-    print(f"{'run':>3} {'phase':>30} {'osprov s':>9} {'plain s':>8} {'ratio':>6}")
-    for i, (ours, plain) in enumerate(rows, 1):
-        for phase, a, b in (
-            ("apply -> Provisioned", ours.apply_s, plain.apply_s),
-            ("member change -> converged", ours.member_change_s, plain.member_change_s),
-        ):
-            print(f"{i:>3} {phase:>30} {a:>9.2f} {b:>8.2f} {a / b:>6.2f}")
-    print(f"worker and bridge logs: {logs}")
+    figures = []
+    for phase, a, b in (
+        ("apply -> Provisioned", [o.apply_s for o, _ in rows], [p.apply_s for _, p in rows]),
+        (
+            "member change -> converged",
+            [o.member_change_s for o, _ in rows],
+            [p.member_change_s for _, p in rows],
+        ),
+    ):
+        f = Figure(
+            "P4",
+            f"LoadBalancer (2 listeners, public IP) {phase}",
+            round(statistics.median(a), 2),
+            round(statistics.median(b), 2),
+            "ratio <= 1.3",
+            baseline=f"plain openstacksdk script (reads every {poll} s)",
+            extra={"runs": repeat, "worker log": str(logs)},
+        )
+        f.met = f.ratio is not None and f.ratio <= 1.3
+        figures.append(f)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--poll", type=float, default=0.2, help="read interval of the plain script (s)")
+    args = parser.parse_args()
+    print_figures(measure(args.repeat, args.poll))
 
 
 if __name__ == "__main__":

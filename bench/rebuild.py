@@ -30,6 +30,7 @@ import openstack.connection
 from temporalio.client import Client
 
 from bench.identity_common import stack_env
+from bench.report import Figure, print_figures
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
@@ -151,11 +152,8 @@ def osprov_round(
     return create_s, rebuild_s, events
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--poll", type=float, default=0.5, help="read interval of both sides' waits (s)")
-    args = parser.parse_args()
+def measure(rounds: int = 3, poll: float = 0.5) -> list[Figure]:
+    """P4 (Server): create -> ACTIVE and image rebuild -> settled, medians over `rounds`."""
     env = stack_env()
     admin = admin_connection(env)
     images = tuple(admin.image.find_image(n, ignore_missing=False).id for n in IMAGE_NAMES)
@@ -168,20 +166,36 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="osprov-bench-") as tmp:
         try:
             with contextmanager(run_osprov)(env, Path(tmp)) as o:
-                for n in range(args.rounds):
-                    plain.append(plain_round(conn, (images[0], images[1]), args.poll))
-                    ours.append(osprov_round(o, env, project, (images[0], images[1]), n, args.poll))
+                for n in range(rounds):
+                    plain.append(plain_round(conn, (images[0], images[1]), poll))
+                    ours.append(osprov_round(o, env, project, (images[0], images[1]), n, poll))
         finally:
             for server in admin.compute.servers(all_projects=True, project_id=project_id):
                 admin.compute.delete_server(server.id, ignore_missing=True)
     med = statistics.median
-    pc, pr = med(p[0] for p in plain), med(p[1] for p in plain)
-    oc, orb = med(x[0] for x in ours), med(x[1] for x in ours)
-    print(f"rounds: {args.rounds}, poll interval {args.poll}s (medians)")
-    print(f"{'':24}{'plain sdk':>12}{'osprov':>12}{'ratio':>8}")
-    print(f"{'create -> ACTIVE':24}{pc:11.2f}s{oc:11.2f}s{oc / pc:8.2f}")
-    print(f"{'rebuild -> settled':24}{pr:11.2f}s{orb:11.2f}s{orb / pr:8.2f}")
-    print(f"Temporal history events per rebuild: {med(x[2] for x in ours):.0f}")
+    figures = []
+    for i, phase in ((0, "Server create -> ACTIVE"), (1, "Server image rebuild -> settled")):
+        f = Figure(
+            "P4",
+            phase,
+            round(med(x[i] for x in ours), 2),
+            round(med(p[i] for p in plain), 2),
+            "ratio <= 1.3",
+            baseline=f"plain openstacksdk script (reads every {poll} s)",
+            extra={"rounds": rounds},
+        )
+        f.met = f.ratio is not None and f.ratio <= 1.3
+        figures.append(f)
+    figures[1].extra["history events per rebuild"] = int(med(x[2] for x in ours))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--poll", type=float, default=0.5, help="read interval of both sides' waits (s)")
+    args = parser.parse_args()
+    print_figures(measure(args.rounds, args.poll))
 
 
 if __name__ == "__main__":

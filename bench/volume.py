@@ -27,6 +27,7 @@ from typing import Any
 
 import openstack.connection
 
+from bench.report import Figure, print_figures
 from devenv import stack
 from devenv.testing import StackEnv
 from osprov.api.cinder_io import volume_name
@@ -135,12 +136,8 @@ def run_plain_side(
 # ----- main --------------------------------------------------------------------------------------
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--counts", type=int, nargs="+", default=[1, 20])
-    parser.add_argument("--poll", type=float, default=0.5, help="read interval of the plain script (s)")
-    args = parser.parse_args()
-
+def measure(counts: list[int], poll: float = 0.5) -> list[Figure]:
+    """P4 (Volume): apply -> Provisioned for each count, against the plain script; delete reported too."""
     env = StackEnv.from_env(stack.load_env())
     if not env.full:
         raise SystemExit("needs the full local stack: osprov dev up --full")
@@ -163,25 +160,39 @@ def main() -> None:
     try:
         # Warm-up (token, endpoint discovery, worker start) outside the measurements, on both sides.
         run_osprov_side(o, admin, str(project.name), 1)
-        run_plain_side(connect, 1, args.poll)
-        for count in args.counts:
-            plain = run_plain_side(connect, count, args.poll)
+        run_plain_side(connect, 1, poll)
+        for count in counts:
+            plain = run_plain_side(connect, count, poll)
             ours = run_osprov_side(o, admin, str(project.name), count)
             rows.append((count, ours, plain))
     finally:
         next(gen, None)  # resumes run_osprov after its yield: it stops the worker and bridge
-
-    print(
-        f"Volume lifecycle, osprov vs plain openstacksdk ({THREADS} threads, plain reads every {args.poll}s)"
-    )
-    print(f"{'volumes':>7} {'phase':>22} {'osprov s':>9} {'plain s':>8} {'ratio':>6}")
+    figures = []
     for count, ours, plain in rows:
         for phase, a, b in (
             ("apply -> Provisioned", ours.apply_s, plain.apply_s),
             ("delete -> gone", ours.delete_s, plain.delete_s),
         ):
-            print(f"{count:>7} {phase:>22} {a:>9.2f} {b:>8.2f} {a / b:>6.2f}")
-    print(f"worker and bridge logs: {logs}")
+            f = Figure(
+                "P4",
+                f"{count} Volume(s) {phase}",
+                round(a, 2),
+                round(b, 2),
+                "ratio <= 1.3",
+                baseline=f"plain openstacksdk script ({THREADS} threads, reads every {poll} s)",
+                extra={"worker log": str(logs)},
+            )
+            f.met = f.ratio is not None and f.ratio <= 1.3
+            figures.append(f)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 20])
+    parser.add_argument("--poll", type=float, default=0.5, help="read interval of the plain script (s)")
+    args = parser.parse_args()
+    print_figures(measure(args.counts, args.poll))
 
 
 if __name__ == "__main__":

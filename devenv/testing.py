@@ -108,6 +108,12 @@ def _provide(full: bool) -> Iterator[StackEnv]:
                 stack.down(wipe=False)
 
 
+def provide_stack(full: bool) -> Iterator[StackEnv]:
+    """The local stack for a process that is not pytest (benchmarks): started if it is not running, and
+    stopped at the end if this process started it and no other user remains."""
+    yield from _provide(full)
+
+
 @pytest.fixture(scope="session")
 def identity_stack() -> Iterator[StackEnv]:
     """MariaDB + Keystone + Temporal + kube emulator (a running full stack serves too)."""
