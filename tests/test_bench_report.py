@@ -1,0 +1,34 @@
+"""bench/report.py and the docs regeneration of `python -m bench` (no stack: figures made up here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.__main__ import BEGIN, END, regenerate_doc
+from bench.report import Figure, read, save
+
+
+def test_a_figure_is_osprov_over_its_baseline_and_saved_as_one_json_object(tmp_path: Path) -> None:
+    fast = Figure("P4", "create", 2.6, 2.0, "ratio <= 1.3", extra={"requests": 4})
+    bound = Figure("P5", "resume", 4.2, None, "<= 5 s", met=True)
+    assert fast.ratio == 1.3 and bound.ratio is None
+    save([fast, bound], tmp_path / "latest.jsonl")
+    rows = read(tmp_path / "latest.jsonl")
+    assert [r["metric"] for r in rows] == ["P4", "P5"]
+    assert rows[0]["ratio"] == 1.3 and rows[0]["osprov_s"] == 2.6 and rows[0]["baseline_s"] == 2.0
+    assert rows[0]["extra"] == {"requests": 4} and isinstance(rows[0]["load"], float)
+    assert json.loads((tmp_path / "latest.jsonl").read_text().splitlines()[1])["met"] is True
+
+
+def test_the_latest_run_section_is_inserted_once_then_replaced(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nIntro.\n\n## Volume\n\nOlder analysis.\n")
+    regenerate_doc([Figure("P1", "cinder example", 3.0, 60.0, "ratio <= 0.05", met=True)], "then", doc)
+    first = doc.read_text()
+    assert first.index("Intro.") < first.index(BEGIN) < first.index(END) < first.index("## Volume")
+    assert "| P1 | cinder example | 3.00 | 60.00 | 0.05 |" in first
+    regenerate_doc([Figure("P1", "cinder example", 6.0, 60.0, "ratio <= 0.05", met=False)], "now", doc)
+    second = doc.read_text()
+    assert second.count(BEGIN) == 1 and "6.00" in second and "3.00" not in second and "**no**" in second
+    assert second.endswith("## Volume\n\nOlder analysis.\n")
