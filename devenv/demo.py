@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 from devenv import stack
+from devenv.demo_operator import NAMES as OPERATOR_VIEW_NAMES
+from devenv.demo_operator import operator_view
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "openstack"
@@ -107,7 +109,7 @@ def not_ready(env: dict[str, str]) -> list[str]:
         check=False,
     )
     rows = [line.split() for line in out.splitlines() if line.strip()]
-    return [f"{r[1]}/{r[0]}" for r in rows if "True" not in r[2:]]
+    return [f"{r[1]}/{r[0]}" for r in rows if "True" not in r[2:] and r[0] not in OPERATOR_VIEW_NAMES]
 
 
 def examples(full: bool) -> list[str]:
@@ -200,6 +202,9 @@ def main(argv: list[str]) -> int:
             )
             return 1
         print("every resource is Ready.")
+        if not operator_view(kubectl, env, NAMESPACE):
+            print("the operator's-view resources did not reach their states in 2 minutes", file=sys.stderr)
+            return 1
         if ids and any(e.endswith("server.yaml") for e in examples(full=True)):
             image = ids["OSPROV_REBUILD_IMAGE_ID"]
             if not rebuild_settled(env, image):
