@@ -25,6 +25,7 @@ from osprov.api.common import (
     Condition,
     DeletionPolicy,
     K8sTime,
+    ManagementPolicy,
     StatusModel,
     parse_duration,
 )
@@ -131,6 +132,11 @@ class IdentitySpec(CommonSpec):
         }
     )
 
+    management_policy: Literal[ManagementPolicy.MANAGED] = Field(
+        default=ManagementPolicy.MANAGED,
+        description="Always managed: an Identity creates its own project, user and application credential, "
+        "so there is nothing existing to observe (unmanaged is refused at admission).",
+    )
     deletion_policy: Literal[DeletionPolicy.DELETE] = Field(
         default=DeletionPolicy.DELETE,
         description="Always delete: deleting the Identity (once no resource uses it) revokes its credentials "

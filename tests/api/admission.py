@@ -73,6 +73,7 @@ VALID: dict[str, dict[str, Any]] = {
         "vipAddress": "10.0.0.10",
         "listeners": [LISTENER],
     },
+    "Identity": {},  # every field has a default
 }
 
 Path = Sequence[str | int]

@@ -139,6 +139,8 @@ ROWS = [
     Row("member-address", "LoadBalancer", ["listeners", 0, "pool", "members", 0, "address"], "10.0.0.256", "10.0.0.255", *should_match("IPv4 or IPv6 address")),
     Row("vip-address-v6", "LoadBalancer", ["vipAddress"], "2001:db8::1::2", "2001:db8::1:2", *should_match("IPv4 or IPv6 address")),
     Row("member-port-0", "LoadBalancer", ["listeners", 0, "pool", "members", 0, "port"], 0, 1, "greater than or equal to 1", "greater than or equal to 1"),
+    # An Identity creates its own project, user and credential: there is nothing existing to observe.
+    Row("identity-unmanaged", "Identity", ["managementPolicy"], "unmanaged", "managed", 'Unsupported value: "unmanaged"', "'managed'"),
     Row("listener-port-65536", "LoadBalancer", ["listeners", 0, "port"], 65536, 65535, "less than or equal to 65535", "less than or equal to 65535"),
 ]  # fmt: skip
 
