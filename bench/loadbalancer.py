@@ -10,7 +10,7 @@ the per-pass re-observation and the durable-timer waits add to what Octavia itse
 
     .venv/bin/python -m bench.loadbalancer [--repeat 2] [--poll 0.2]
 
-Needs the full local stack (`osprov dev up --full`); it starts its own worker and bridge for a fresh
+Needs the full local stack (`osprov dev up`); it starts its own worker and bridge for a fresh
 namespace and removes what it created in Octavia and Neutron.
 """
 
@@ -193,7 +193,7 @@ def measure(repeat: int = 2, poll: float = 0.2) -> list[Figure]:
     """P4 (LoadBalancer): apply -> Provisioned and a member change -> converged, medians over `repeat`."""
     env = StackEnv.from_env(stack.load_env())
     if not env.full:
-        raise SystemExit("needs the full local stack: osprov dev up --full")
+        raise SystemExit("needs the full local stack: osprov dev up")
     os.environ.update(env.env)
     ensure_crd(env, KIND)
     admin = admin_connection(env)

@@ -9,7 +9,7 @@ events the Server workflow added between the image change and settlement).
 
     .venv/bin/python -m bench.rebuild [--rounds 3] [--poll 0.5]
 
-Needs the full local stack (`osprov dev up --full`); it starts its own worker and bridge for a fresh
+Needs the full local stack (`osprov dev up`); it starts its own worker and bridge for a fresh
 namespace and deletes the servers it made.
 """
 

@@ -8,7 +8,7 @@ Kubernetes round trip, Temporal and the durable-timer waits add to what Cinder i
 
     .venv/bin/python -m bench.volume [--counts 1 20] [--poll 0.5]
 
-Needs the full local stack (`osprov dev up --full`); it starts its own worker and bridge for a fresh
+Needs the full local stack (`osprov dev up`); it starts its own worker and bridge for a fresh
 namespace and removes what it created in Cinder.
 """
 
@@ -140,7 +140,7 @@ def measure(counts: list[int], poll: float = 0.5) -> list[Figure]:
     """P4 (Volume): apply -> Provisioned for each count, against the plain script; delete reported too."""
     env = StackEnv.from_env(stack.load_env())
     if not env.full:
-        raise SystemExit("needs the full local stack: osprov dev up --full")
+        raise SystemExit("needs the full local stack: osprov dev up")
     os.environ.update(env.env)
     ensure_crd(env, "Volume")
     admin = admin_connection(env)
