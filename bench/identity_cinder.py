@@ -191,8 +191,7 @@ def measure(repeat: int = 1) -> list[Figure]:
         "ratio <= 0.05 (20x faster than the CLI)",
         baseline=f"ks-user/ks-service/ks-endpoints CLI sequence ({processes} processes)",
         extra={"Keystone requests": int(statistics.median(requests)), "runs": repeat},
-    )
-    figure.met = figure.ratio is not None and figure.ratio <= GOAL
+    ).judged(GOAL)
     return [figure]
 
 

@@ -115,8 +115,7 @@ def measure(counts: list[int], threads: int = 4) -> list[Figure]:
             "ratio <= 1.5",
             baseline="plain openstacksdk loop (exact lookup + create, serial)",
             extra=extra | {"worker activity threads": threads},
-        )
-        figure.met = figure.ratio is not None and figure.ratio <= 1.5
+        ).judged(1.5)
         figures.append(figure)
     return figures
 

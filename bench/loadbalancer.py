@@ -249,8 +249,7 @@ def measure(repeat: int = 2, poll: float = 0.2) -> list[Figure]:
             "ratio <= 1.3",
             baseline=f"plain openstacksdk script (reads every {poll} s)",
             extra={"runs": repeat, "worker log": str(logs)},
-        )
-        f.met = f.ratio is not None and f.ratio <= 1.3
+        ).judged(1.3)
         figures.append(f)
     return figures
 

@@ -183,8 +183,7 @@ def measure(rounds: int = 3, poll: float = 0.5) -> list[Figure]:
             "ratio <= 1.3",
             baseline=f"plain openstacksdk script (reads every {poll} s)",
             extra={"rounds": rounds},
-        )
-        f.met = f.ratio is not None and f.ratio <= 1.3
+        ).judged(1.3)
         figures.append(f)
     figures[1].extra["history events per rebuild"] = int(med(x[2] for x in ours))
     return figures

@@ -44,6 +44,11 @@ class Figure:
             return None
         return round(self.osprov_s / self.baseline_s, 2)
 
+    def judged(self, max_ratio: float) -> Figure:
+        """This figure with `met` set: is its ratio at most `max_ratio`?"""
+        self.met = self.ratio is not None and self.ratio <= max_ratio
+        return self
+
     def as_json(self) -> dict[str, Any]:
         row = asdict(self)
         row["ratio"] = self.ratio

@@ -181,8 +181,7 @@ def measure(counts: list[int], poll: float = 0.5) -> list[Figure]:
                 "ratio <= 1.3",
                 baseline=f"plain openstacksdk script ({THREADS} threads, reads every {poll} s)",
                 extra={"worker log": str(logs)},
-            )
-            f.met = f.ratio is not None and f.ratio <= 1.3
+            ).judged(1.3)
             figures.append(f)
     return figures
 
