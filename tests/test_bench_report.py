@@ -19,6 +19,8 @@ def test_a_figure_is_osprov_over_its_baseline_and_saved_as_one_json_object(tmp_p
     assert rows[0]["ratio"] == 1.3 and rows[0]["osprov_s"] == 2.6 and rows[0]["baseline_s"] == 2.0
     assert rows[0]["extra"] == {"requests": 4} and isinstance(rows[0]["load"], float)
     assert json.loads((tmp_path / "latest.jsonl").read_text().splitlines()[1])["met"] is True
+    # A later `--only` run keeps the other metrics' rows: each row makes its Figure again.
+    assert [Figure(**{k: v for k, v in r.items() if k != "ratio"}) for r in rows] == [fast, bound]
 
 
 def test_the_latest_run_section_is_inserted_once_then_replaced(tmp_path: Path) -> None:
