@@ -214,12 +214,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         project = await self.project(spec, deleting=False)
         assert project is not None
         wanted = Wanted.of(spec.import_)
-        self.set_step(f"O1: find the imported server ({wanted.shown})")
-        found = await call(
-            io.FIND_IMPORTED_SERVER,
-            io.FindImportedServer(project=project, server_id=wanted.id, name=wanted.name),
-            summary=f"O1: find the imported server ({wanted.shown})",
-        )
+        step = f"O1: find the imported server ({wanted.shown})"
+        self.set_step(step)
+        query = io.FindImportedServer(project=project, server_id=wanted.id, name=wanted.name)
+        found = await call(io.FIND_IMPORTED_SERVER, query, summary=step)
         chosen = choose(found, wanted, "Nova server", f"project {project.domain}/{project.name}")
         if isinstance(chosen, Refused):
             self.set_step(f"{chosen.rule}: {chosen.message}")

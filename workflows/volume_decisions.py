@@ -42,6 +42,7 @@ from osprov.api.cinder import VolumeSpec
 from osprov.api.common import AvailableReason
 from osprov.api.inventory_io import Offer, OfferQuery
 from osprov.workflows.inventory.volume_classes import check_class
+from osprov.workflows.observe_import import Wanted
 
 
 @dataclass(frozen=True)
@@ -200,11 +201,10 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
 # --- observe only (O1…O4, then S1…S3) ------------------------------------------------------------------
 def observe_import(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
     """The next step of an unmanaged Volume's pass: read the imported volume, report it, change nothing."""
-    assert spec.import_ is not None  # unmanaged requires import (api/common.py)
-    by_id, by_name = spec.import_.id, spec.import_.filter.name if spec.import_.filter else None
-    shown = f"ID {by_id}" if by_id else f"name {by_name}"
+    wanted = Wanted.of(spec.import_)
+    by_name, shown = wanted.name, wanted.shown
     if obs.lookup is None:
-        find = io.FindVolumes(scope=target.scope, name=by_name or "", id=by_id)
+        find = io.FindVolumes(scope=target.scope, name=by_name or "", id=wanted.id)
         return Decision("O1", find, f"find the imported volume ({shown}) in {_where(target)}")
     if not obs.lookup.project_found:
         message = f"{_where(target)} does not exist in Keystone — retrying"

@@ -100,8 +100,10 @@ class FakeNova:
         @activity.defn(name=io.FIND_IMPORTED_SERVER.name)
         async def find_imported_server(req: io.FindImportedServer) -> list[io.ServerRead]:
             nova.calls.append(io.FIND_IMPORTED_SERVER.name)
-            found = [nova.servers[req.server_id]] if req.server_id in nova.servers else []
-            found = named(req.name) if req.name is not None else found
+            if req.name is not None:
+                found = named(req.name)
+            else:
+                found = [nova.servers[req.server_id]] if req.server_id in nova.servers else []
             return [s.read() for s in found if not s.foreign]
 
         @activity.defn(name=io.CREATE_SERVER.name)
