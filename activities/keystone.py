@@ -70,13 +70,13 @@ _PLURAL = {
 }
 
 
-def _proxy_call(conn: openstack.connection.Connection, verb: str, kind: str) -> Callable[..., Any]:
+def proxy_call(conn: openstack.connection.Connection, verb: str, kind: str) -> Callable[..., Any]:
     name = _PLURAL[kind] if verb == "list" else f"{verb}_{kind}"
     method: Callable[..., Any] = getattr(conn.identity, name)
     return method
 
 
-def _to_object(kind: str, resource: Any) -> KeystoneObject:
+def to_object(kind: str, resource: Any) -> KeystoneObject:
     raw = resource.to_dict(body=True, headers=False, computed=False, original_names=True)
     return KeystoneObject(kind=kind, id=str(raw["id"]), fields={k: raw.get(k) for k in KIND_FIELDS[kind]})
 
@@ -106,11 +106,11 @@ def _find(conn: openstack.connection.Connection, find: Find) -> list[KeystoneObj
         raise invalid(f"cannot find {find.kind} by {unknown}; supported: {sorted(FIND_FILTERS[find.kind])}")
     if "id" in filters:
         try:
-            candidates = [_to_object(find.kind, _proxy_call(conn, "get", find.kind)(filters["id"]))]
+            candidates = [to_object(find.kind, proxy_call(conn, "get", find.kind)(filters["id"]))]
         except openstack.exceptions.NotFoundException:
             candidates = []
     else:
-        candidates = [_to_object(find.kind, r) for r in _proxy_call(conn, "list", find.kind)(**filters)]
+        candidates = [to_object(find.kind, r) for r in proxy_call(conn, "list", find.kind)(**filters)]
     matches = [
         obj
         for obj in candidates
@@ -137,7 +137,7 @@ def create(request: Create) -> KeystoneObject:
         if existing:
             return existing[0]
         try:
-            created = _to_object(request.kind, _proxy_call(conn, "create", request.kind)(**request.fields))
+            created = to_object(request.kind, proxy_call(conn, "create", request.kind)(**request.fields))
         except openstack.exceptions.ConflictException as exc:
             # Someone else created it between our lookup and our create: adopt theirs.
             existing = _find(conn, request.find)
@@ -164,9 +164,7 @@ def update(request: Update) -> KeystoneObject:
     _check_fields(request.kind, request.fields, creating=False)
     with openstack_errors(f"update {request.kind} {request.id}"):
         conn = cloud.admin_connection()
-        return _to_object(
-            request.kind, _proxy_call(conn, "update", request.kind)(request.id, **request.fields)
-        )
+        return to_object(request.kind, proxy_call(conn, "update", request.kind)(request.id, **request.fields))
 
 
 @implements(DELETE)
@@ -175,7 +173,7 @@ def delete(request: Delete) -> bool:
     with openstack_errors(f"delete {request.kind} {request.id}"):
         conn = cloud.admin_connection()
         try:
-            _proxy_call(conn, "delete", request.kind)(request.id, ignore_missing=False)
+            proxy_call(conn, "delete", request.kind)(request.id, ignore_missing=False)
         except openstack.exceptions.NotFoundException:
             return False
         return True

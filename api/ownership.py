@@ -136,6 +136,8 @@ class Claim(_Frozen):
     # Keystone calls use too: a dead worker's call moves on in seconds. None: no heartbeat timeout (the
     # time-skipping tests, where skipped server time outruns real heartbeats).
     heartbeat_seconds: float | None = HEARTBEAT_SECONDS
+    # The claimant's resync period: the Keystone sweep (api/sweep.py) checks the object at least this often.
+    resync_seconds: float | None = None
 
 
 class Release(_Frozen):
@@ -202,6 +204,7 @@ class ObjectState(BaseModel):
     password_version: str | None = None  # Secret version whose password Keystone holds (verified or set)
     heartbeat_seconds: float | None = HEARTBEAT_SECONDS  # from the latest claim (Claim.heartbeat_seconds)
     policy: Policy | None = None
+    swept: str | None = None  # digest of the last report to the Keystone sweep (None: none standing)
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
     passes: int = 0
 

@@ -136,8 +136,9 @@ def discard_namespace(env: StackEnv, namespace: str) -> None:
 
     async def terminate() -> None:
         client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
-        query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
-        async for wf in client.list_workflows(query=query):
+        async for wf in client.list_workflows(query="ExecutionStatus = 'Running'"):
+            if not ours(wf.id, namespace):
+                continue
             try:
                 await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate(
                     reason="benchmark finished"
@@ -169,6 +170,12 @@ def worker_cpu(osprov: Osprov) -> float:
     return cpu_seconds(osprov.worker.popen.pid)
 
 
+def ours(workflow_id: str, namespace: str) -> bool:
+    """A workflow of the benchmark's controller: its resources' (Kind/namespace/…), and the Keystone
+    objects' and the sweep's, which are keyed by its task queue (osprov-<namespace>, tests/support)."""
+    return f"/{namespace}/" in workflow_id or workflow_id.split("/")[2:3] == [f"osprov-{namespace}"]
+
+
 def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
     """(workflows, history events, scheduled activities named in `activity_names`) over every run."""
 
@@ -191,7 +198,7 @@ def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tu
 
         tasks = []
         async for wf in client.list_workflows(query="WorkflowType != 'none'"):
-            if f"/{namespace}/" in wf.id:
+            if ours(wf.id, namespace):
                 ids.add(wf.id)
                 tasks.append(one(wf.id, wf.run_id))
         for n_events, n_named in await asyncio.gather(*tasks):

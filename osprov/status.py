@@ -132,6 +132,13 @@ def _when(at: datetime | None, now: datetime) -> str:
     return f"{at.isoformat(timespec='seconds')} (in {seconds:.0f}s)" if seconds >= 0 else "due now"
 
 
+def _resync(report: Report, now: datetime) -> str:
+    keystone = report.kind in {k.kind for k in registry.IDENTITY_KINDS}
+    if keystone and report.resync_at is None and report.retry_at is None and not report.last_failure:
+        return "- (converged: the Keystone sweep checks its objects for drift)"
+    return _when(report.resync_at, now)
+
+
 def render(report: Report, now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     condition = report.ready or "-"
@@ -146,7 +153,7 @@ def render(report: Report, now: datetime | None = None) -> str:
         ("generation", f"wanted {report.wanted_generation}, applied {report.applied_generation}"),
         ("paused", "yes (annotation)" if report.paused else "no"),
         ("next retry", _when(report.retry_at, now)),
-        ("next resync", _when(report.resync_at, now)),
+        ("next resync", _resync(report, now)),
         ("retrying now", "; ".join(report.retrying) or "-"),
         ("web ui", report.link or "- (set OSPROV_TEMPORAL_UI_URL)"),
     ]

@@ -12,6 +12,7 @@ from osprov.workflows.keystone.project import ProjectWorkflow
 from osprov.workflows.keystone.role import RoleWorkflow
 from osprov.workflows.keystone.role_assignment import RoleAssignmentWorkflow
 from osprov.workflows.keystone.service import ServiceWorkflow
+from osprov.workflows.keystone.sweep import KeystoneSweepWorkflow
 from osprov.workflows.keystone.user import UserWorkflow
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from osprov.workflows.server import ServerWorkflow
@@ -31,6 +32,7 @@ WORKFLOWS: list[type] = [
     VolumeWorkflow,
     LoadBalancerWorkflow,
     KeystoneObjectWorkflow,
+    KeystoneSweepWorkflow,
     *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)
 ]
 BY_KIND: dict[str, type] = {  # resource kinds

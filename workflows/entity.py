@@ -175,6 +175,11 @@ class Entity(Generic[SpecT, KindT]):
     def wants_finalizer(self, spec: SpecT) -> bool:
         return spec.deletion_policy == "delete" and not spec.unmanaged
 
+    def resyncs_when_converged(self) -> bool:
+        """Whether a converged resource is looked at again on its own resync timer (drift repair). The
+        Keystone kinds answer False: the sweep finds drift for them (workflows/keystone/sweep.py)."""
+        return True
+
     def retry_interval(self, spec: SpecT) -> timedelta | None:
         return spec.retry_interval_delta()
 
@@ -365,7 +370,11 @@ class Entity(Generic[SpecT, KindT]):
         else:
             self.st.applied_fingerprint = fp
             self.st.retry_at = None
-            self.st.resync_at = workflow.now() + timedelta(seconds=self.ops.resync_seconds())
+            self.st.resync_at = (
+                workflow.now() + timedelta(seconds=self.ops.resync_seconds())
+                if self.resyncs_when_converged()
+                else None
+            )
             self.set_step("converged")
         await self._publish(change, outcome.conditions)
 

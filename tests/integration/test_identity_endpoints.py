@@ -16,6 +16,7 @@ from openstack.identity.v3._proxy import Proxy as Identity
 from devenv.testing import StackEnv
 from osprov.api.registry import kind_info
 from tests.integration.test_identity_support import (
+    entity_state,
     identity_client,
     ready_status,
     status_of,
@@ -100,11 +101,14 @@ def test_url_change_is_a_patch_that_keeps_the_id_and_hand_edits_are_reverted(
     osprov.apply("Endpoint", name, {"urls": {"public": "http://v2.example/"}})
     second = ready_status(osprov, "Endpoint", name, generation=2)["endpointIDs"]["public"]
     assert second == first and ks.get_endpoint(first).url == "http://v2.example/"
+    before = entity_state(osprov, "Endpoint", name)
+    assert before["resync_at"] is None  # converged: no timer of its own, the Keystone sweep checks it
     ks.update_endpoint(first, url="http://edited-by-hand.example/")
-    wait_for(
-        lambda: ks.get_endpoint(first).url == "http://v2.example/", "the resync patches the URL back", 60
-    )
+    wait_for(lambda: ks.get_endpoint(first).url == "http://v2.example/", "the sweep patches the URL back", 60)
     assert [e.id for e in endpoints_of(ks, service_id, region)["public"]] == [first]
+    # Repaired by the endpoint's own workflow, which the sweep woke; the resource's answer did not change,
+    # so its workflow ran no pass and wrote nothing.
+    assert entity_state(osprov, "Endpoint", name)["passes"] == before["passes"]
 
 
 def test_duplicates_adopt_the_lowest_id_are_named_and_nothing_is_deleted(

@@ -19,10 +19,12 @@ from typing import Any, cast
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv
+from osprov.api import sweep
 from osprov.api.ownership import SIGNAL_OBJECT_RESULT, ObjectKey
 from osprov.api.registry import IDENTITY_KINDS
 from tests.support.osprov import Osprov, admin_connection, clouds_env
@@ -84,6 +86,42 @@ def histories(stack: StackEnv, namespace: str, since: datetime) -> dict[str, lis
         return found
 
     return asyncio.run(fetch())
+
+
+def entity_state(osprov: Osprov, kind: str, name: str) -> dict[str, Any]:
+    """A resource's workflow state (its `state` query, as JSON)."""
+
+    async def query() -> dict[str, Any]:
+        client = await Client.connect(
+            osprov.stack.temporal_address, namespace=osprov.stack.temporal_namespace
+        )
+        state: dict[str, Any] = await client.get_workflow_handle(workflow_id(osprov, kind, name)).query(
+            "state"
+        )
+        return state
+
+    return asyncio.run(query())
+
+
+def sweep_state(osprov: Osprov) -> sweep.SweepState:
+    """The controller's Keystone sweep (its objects' drift check; workflows/keystone/sweep.py): the reports
+    it holds and the scans it has begun. `osprov`: the controller's first namespace (its task queue)."""
+
+    async def query() -> sweep.SweepState:
+        client = await Client.connect(
+            osprov.stack.temporal_address,
+            namespace=osprov.stack.temporal_namespace,
+            data_converter=pydantic_data_converter,
+        )
+        handle = client.get_workflow_handle(sweep.workflow_id("keystone", f"osprov-{osprov.namespace}"))
+        state: sweep.SweepState = await handle.query(sweep.QUERY_SWEPT, result_type=sweep.SweepState)
+        return state
+
+    return asyncio.run(query())
+
+
+def sweep_ticks(osprov: Osprov) -> int:
+    return sweep_state(osprov).ticks
 
 
 def activity_runs(stack: StackEnv, workflow_id: str, activity: str) -> int:

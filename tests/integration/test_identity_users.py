@@ -31,6 +31,8 @@ from tests.integration.test_identity_support import (
     now,
     proxied_clouds_env,
     ready_status,
+    sweep_state,
+    sweep_ticks,
     uniq,
     wait_condition,
     wait_new_id,
@@ -114,20 +116,23 @@ def test_password_comes_from_the_secret_default_key(osprov: Osprov, ks: Identity
     assert login_record(user_id).failed_auth_count == 0  # created with its password: nothing probed
 
 
-def test_unchanged_password_over_many_forced_resyncs_causes_zero_failed_logins(
+def test_unchanged_password_over_many_resync_logins_causes_zero_failed_logins(
     osprov: Osprov, domain: str
 ) -> None:
     user_id, password = make_user(osprov, domain, "steady", "steady-pw")
     wf = workflow_id(osprov, "User", "steady")
     before = login_record(user_id)
-    probes = activity_runs(osprov.stack, wf, io.PROBE_PASSWORD.name)
-    # Resync every 2 s: wait for six more forced probes, each one a real login with the Secret's password.
+    # Resync every 2 s: the Keystone sweep's scans, each a real login with the Secret's password (the
+    # user's report names the Secret). Six whole scans after the report:
     wait_for(
-        lambda: activity_runs(osprov.stack, wf, io.PROBE_PASSWORD.name) >= probes + 6,
-        "six forced probes",
-        90,
-        1,
+        lambda: any(
+            x.probe is not None and x.probe.user_id == user_id for x in sweep_state(osprov).swept.values()
+        ),
+        "the user's report, with its password to check",
+        30,
     )
+    ticks = sweep_ticks(osprov)
+    wait_for(lambda: sweep_ticks(osprov) >= ticks + 7, "six scans, each logging in", 90, 1)
     # Keystone resets its counter on every successful login, so the counter alone could hide a failure
     # between two probes; but a probe rejected with 401 is always followed by a password write, so "no
     # new password row and no second set_password" closes that gap.

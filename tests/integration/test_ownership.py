@@ -24,8 +24,10 @@ from devenv.config import load_secrets
 from devenv.openstack.common import REGION
 from devenv.testing import StackEnv
 from tests.integration.test_identity_support import (
+    entity_state,
     identity_client,
     login_record,
+    sweep_ticks,
     uniq,
     wait_condition,
     workflow_id,
@@ -214,8 +216,11 @@ def test_item4_two_users_for_one_keystone_user_conflict_instead_of_fighting(
         second, "User", "twin", lambda c: c.get("reason") == "Conflict", "conflict reported"
     )
     assert f"User {first.namespace}/twin already declares" in cond["message"]
-    for resource in (first, second):  # both workflows resync (every 3 s) a few times
-        wait_for(lambda r=resource: _resynced(r, "User", "twin", times=3), "resyncs", 90)  # type: ignore[misc]
+    # The first (Ready) is checked by the sweep's scans, a login with its Secret each; the second (in
+    # conflict, so not Ready) keeps resyncing on its own (every 3 s): a few of each.
+    wait_for(lambda: _resynced(osprov, "User", "twin", times=4), "three scans", 90)
+    passes = _passes(second, "User", "twin")
+    wait_for(lambda: _passes(second, "User", "twin") >= passes + 3, "three resyncs of the second", 90)
     after = login_record(user_id)
     assert (after.failed_auth_count, after.password_row) == (
         baseline.failed_auth_count,
@@ -256,26 +261,20 @@ def test_item6_a_volume_for_another_keystone_is_ignored(osprov: Osprov, identity
 # --- helpers -----------------------------------------------------------------------------------------------
 
 
-def _resynced(osprov: Osprov, kind: str, name: str, times: int = 1) -> bool:
-    """The resource's workflow has run `times` more passes than when this was first asked (via its query)."""
+def _resynced(osprov: Osprov, kind: str, name: str, times: int = 2) -> bool:
+    """The drift check has looked at the resource's objects again: the Keystone sweep (which holds their
+    reports) has begun `times` more scans than when this was first asked (`times` 2: one whole scan)."""
     key = (osprov.namespace, kind, name)
-    passes = _passes(osprov, kind, name)
-    start = _FIRST_SEEN.setdefault(key, passes)
-    return passes >= start + times
+    ticks = sweep_ticks(osprov)
+    start = _FIRST_SEEN.setdefault(key, ticks)
+    return ticks >= start + times
 
 
 _FIRST_SEEN: dict[tuple[str, str, str], int] = {}
 
 
 def _passes(osprov: Osprov, kind: str, name: str) -> int:
-    async def query() -> int:
-        client = await Client.connect(
-            osprov.stack.temporal_address, namespace=osprov.stack.temporal_namespace
-        )
-        state = await client.get_workflow_handle(workflow_id(osprov, kind, name)).query("state")
-        return int(state["passes"])
-
-    return asyncio.run(query())
+    return int(entity_state(osprov, kind, name)["passes"])
 
 
 def _workflow_exists(stack: StackEnv, wf_id: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from osprov.api import identity_io, inventory_io
+from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.ownership import ObjectKey
 from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
@@ -51,13 +52,14 @@ SPECS: dict[str, dict[str, Any]] = {
 
 
 async def lifecycle(h: Harness, kind: str) -> str:
-    """Create (with deletionPolicy delete), one resync, a spec change, then delete."""
+    """Create (with deletionPolicy delete), one resync period (the Keystone sweep's scan: the converged
+    resource itself has no timer), a spec change, then delete."""
     _seed(h)
     spec = SPECS[kind] | {"deletionPolicy": "delete"}
     wf = await h.apply(kind, spec, name="replay", uid=f"replay-{kind.lower()}")
     await eventually(lambda: bool(h.cloud.statuses), f"{kind} reconciled")
     await h.env.sleep(601)
-    await eventually(lambda: _passes(h, wf, 2), f"{kind} resynced")
+    await eventually(lambda: h.cloud.count(sw.SCAN.name) >= 1, f"{kind}'s objects scanned")
     await h.signal(wf, 2, spec | {"retryInterval": "30s"}, finalizers=[FINALIZER])
     await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 2, f"{kind} generation 2")
     await h.signal(wf, 2, spec, deleting=True, finalizers=[FINALIZER])
@@ -65,15 +67,30 @@ async def lifecycle(h: Harness, kind: str) -> str:
     return wf.id
 
 
-async def _passes(h: Harness, wf: Any, n: int) -> bool:
-    return (await h.state(wf)).passes >= n
-
-
 async def keystone_object(h: Harness, _: str) -> str:
     """A user's object workflow through a User's lifecycle: created with its password, probed on the
     resync, patched, deleted when its delete-policy claimant goes."""
     await lifecycle(h, "User")
     return ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone, h.queue)
+
+
+async def keystone_sweep(h: Harness, _: str) -> str:
+    """The sweep through a User's life: reported, an idle scan, a password changed outside (the scan wakes
+    the user's object, which sets it again), the user deleted (forgotten)."""
+    _seed(h)
+    spec = SPECS["User"] | {"deletionPolicy": "delete"}
+    wf = await h.apply("User", spec, name="replay", uid="replay-sweep", finalizers=[FINALIZER])
+    await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "user ready")
+    await h.env.sleep(601)
+    await eventually(lambda: h.cloud.count(sw.SCAN.name) >= 1, "an idle scan")
+    [user] = [u for u in h.cloud.of("user") if u.fields["name"] == "u1"]
+    h.cloud.passwords[user.id] = "changed outside osprov"
+    await h.env.sleep(601)
+    await eventually(lambda: h.cloud.passwords[user.id] == "not-a-real-password", "password set again")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=[FINALIZER])
+    await wf.result()
+    await eventually(lambda: _n(h, 0), "the user's object forgotten")
+    return sw.workflow_id(h.keystone, h.queue)
 
 
 async def identity(h: Harness, kind: str) -> str:
@@ -98,6 +115,7 @@ async def identity(h: Harness, kind: str) -> str:
 
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
 SCENARIOS["KeystoneObject"] = keystone_object
+SCENARIOS["KeystoneSweep"] = keystone_sweep
 SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
@@ -154,3 +172,7 @@ async def load_balancer_observed(h: Harness, _: str) -> str:
 # loadbalancer-observe) of unmanaged Servers and LoadBalancers.
 SCENARIOS["Server-observe"] = server_observed
 SCENARIOS["LoadBalancer-observe"] = load_balancer_observed
+
+
+async def _n(h: Harness, n: int) -> bool:
+    return await h.swept() == n

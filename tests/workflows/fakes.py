@@ -11,10 +11,11 @@ from typing import Any
 
 from temporalio import activity
 
-from osprov.activities import errors, ownership
+from osprov.activities import errors, keystone_sweep, ownership
 from osprov.api import inventory_io
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
+from osprov.api import sweep as sw
 from osprov.api.kube_io import (
     EventRecorded,
     FinalizerChange,
@@ -192,6 +193,41 @@ class FakeCloud:
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.watch(req)
 
+        @activity.defn(name=sw.REPORT.name)
+        async def sweep_report(req: sw.Report) -> None:
+            cloud.object_workflows.add(sw.workflow_id(req.keystone, activity.info().task_queue))
+            await keystone_sweep.report(req)
+
+        @activity.defn(name=sw.SCAN.name)
+        async def scan(req: sw.Scan) -> sw.ScanResult:
+            """The real scan's comparison, against this fake Keystone (the reports read the real way)."""
+            cloud.calls.append(sw.SCAN.name)
+            handle = activity.client().get_workflow_handle(req.sweep_workflow_id)
+            state = await handle.query(sw.QUERY_SWEPT, result_type=sw.SweepState)
+            drifted = []
+            for x in state.swept.values():
+                reason = None
+                if x.grant is not None:
+                    reason = None if grant_key(x.grant) in cloud.grants else "grant missing"
+                else:
+                    obj = cloud.objects.get(x.key.kind, {}).get(x.id or "")
+                    if obj is None:
+                        reason = "deleted"
+                    elif sw.digest(dict(obj.fields)) != x.digest:
+                        reason = "fields changed"
+                if reason is None and ownership.policy_for(x.key, cloud.controller) != x.policy:
+                    reason = "the operator's policy changed"
+                probe = x.probe
+                if (
+                    reason is None
+                    and probe
+                    and cloud.passwords.get(probe.user_id) != secret_value(probe.secret)
+                ):
+                    reason = "password changed"
+                if reason is not None:
+                    drifted.append(sw.Drift(path=x.key.path, reason=reason))
+            return sw.ScanResult(checked=len(state.swept), drifted=drifted)
+
         @activity.defn(name=inventory_io.OFFERED_IMAGE.name)
         async def offered_image(req: inventory_io.OfferQuery) -> inventory_io.Offer:
             cloud.calls.append(inventory_io.OFFERED_IMAGE.name)
@@ -209,6 +245,9 @@ class FakeCloud:
             watch,
             ownership.release,
             ownership.unwatch,
+            sweep_report,
+            keystone_sweep.forget,
+            scan,
             policy,
             find,
             create,

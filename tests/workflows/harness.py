@@ -9,9 +9,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from osprov.api import sweep
 from osprov.api.messages import (
     QUERY_STATE,
     SIGNAL_RESOURCE_CHANGED,
@@ -120,6 +122,15 @@ class Harness:
 
     async def state(self, handle: WorkflowHandle[Any, Any]) -> EntityState:
         return await handle.query(QUERY_STATE, result_type=EntityState)
+
+    async def swept(self) -> int:
+        """How many objects' reports the Keystone sweep holds (0 before it started)."""
+        handle = self.env.client.get_workflow_handle(sweep.workflow_id(self.keystone, self.queue))
+        try:
+            state = await handle.query(sweep.QUERY_SWEPT, result_type=sweep.SweepState)
+        except RPCError:
+            return 0
+        return len(state.swept)
 
     @property
     def written(self) -> dict[str, dict[str, Any]]:

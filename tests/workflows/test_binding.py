@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from osprov.api import keystone_io as io
+from osprov.api import sweep as sw
 from tests.workflows.harness import Harness, eventually
 from tests.workflows.test_ownership import FINALIZER, ready
 
@@ -36,8 +37,8 @@ async def test_unmanaged_mirrors_an_existing_object_and_leaves_it_when_deleted(h
         "never writes or deletes it" in cond["message"]
         and "differs from the spec: description" in cond["message"]
     )
-    await h.env.sleep(601)  # a resync neither repairs the drift
-    await eventually(lambda: h.cloud.count(io.FIND.name) >= 2, "the resync looked again")
+    await h.env.sleep(601)  # the sweep's scan neither repairs the drift (it is the observed state)
+    await eventually(lambda: h.cloud.count(sw.SCAN.name) >= 1, "the sweep looked again")
     await h.signal(wf, 1, spec, deleting=True)
     assert await wf.result() == "deleted"
     assert h.cloud.of("domain")[0].fields["description"] == "theirs"

@@ -102,21 +102,23 @@ async def test_resync_repairs_drift_made_outside(h: Harness) -> None:
 
 
 async def test_continue_as_new_carries_state(h: Harness) -> None:
-    config = CONFIG.model_copy(update={"max_passes_per_run": 2, "resync_seconds": 60})
+    config = CONFIG.model_copy(update={"max_passes_per_run": 2})
     wf = await h.apply("Domain", {"name": "d"}, config=config)
     await eventually(lambda: bool(h.cloud.statuses), "created")
     first_run = (await h.env.client.get_workflow_handle(wf.id).describe()).run_id
-    await h.env.sleep(61)
-    await h.env.sleep(61)
+    await h.signal(wf, 2, {"name": "d", "description": "v2"})  # the second pass: then continue-as-new
     await eventually(lambda: _new_run(h, wf, first_run), "continued as new")
     st = await h.state(wf)
     assert st.kind is not None and st.kind["id"] == h.cloud.of("domain")[0].id
-    assert st.applied_fingerprint is not None and st.written_status is not None
-    assert len(h.cloud.of("domain")) == 1
+    assert st.applied_fingerprint is not None and st.written_status == h.cloud.statuses[-1]
     statuses = len(h.cloud.statuses)
-    await h.env.sleep(61)
-    await eventually(lambda: _passes(h, wf, 4), "resync in the new run")
-    assert len(h.cloud.statuses) == statuses  # carried status: nothing rewritten
+    await h.signal(wf, 3, {"name": "d", "description": "v3"})
+    await eventually(
+        lambda: h.cloud.of("domain")[0].fields.get("description") == "v3", "the new run converges"
+    )
+    assert len(h.cloud.of("domain")) == 1  # the carried ID: no second create
+    await eventually(lambda: h.cloud.statuses[-1]["observedGeneration"] == 3, "generation 3 reported")
+    assert len(h.cloud.statuses) == statuses + 1  # carried status: only the new generation is written
 
 
 async def _new_run(h: Harness, wf: WorkflowHandle[Any, Any], first: str | None) -> bool:

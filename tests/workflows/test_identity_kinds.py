@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from osprov.api import keystone_io as io
+from osprov.api import sweep as sw
 from osprov.api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
 from tests.workflows.harness import Harness, eventually
 
@@ -26,7 +27,7 @@ async def test_new_user_gets_its_password_without_a_probe(h: Harness) -> None:
     assert h.cloud.statuses[-1]["userID"] == user.id
 
 
-async def test_password_probe_runs_only_on_change_or_resync(h: Harness) -> None:
+async def test_password_probe_runs_only_on_change_and_the_resync_logs_in_from_the_sweep(h: Harness) -> None:
     seed_domain(h)
     h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "s3cret"
     wf = await h.apply("User", USER)
@@ -35,9 +36,11 @@ async def test_password_probe_runs_only_on_change_or_resync(h: Harness) -> None:
     await h.signal(wf, 1, USER)
     await h.env.sleep(300)
     assert h.cloud.count(io.PROBE_PASSWORD.name) == 0
-    # The periodic resync probes once; the password is valid, so nothing is written.
+    # The periodic check is the sweep's scan, which logs in with the Secret's password; it is valid, so
+    # the user's object is not woken: no probe of its own, nothing written.
     await h.env.sleep(301)
-    await eventually(lambda: h.cloud.count(io.PROBE_PASSWORD.name) == 1, "resync probe")
+    await eventually(lambda: h.cloud.count(sw.SCAN.name) == 1, "the sweep's scan")
+    assert h.cloud.count(io.PROBE_PASSWORD.name) == 0
     assert h.cloud.count(io.SET_PASSWORD.name) == 1
 
 

@@ -18,6 +18,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import ownership as own
+    from osprov.api import sweep
     from osprov.api.common import CommonSpec, ReadyReason, StatusModel
     from osprov.api.messages import ConditionState
     from osprov.api.ownership import Claim, Claimant, Desired, ObjectKey, ObjectResult, Release
@@ -83,6 +84,12 @@ class KeystoneEntity(Entity[SpecT, KindT]):
             workflow_id=workflow.info().workflow_id, resource=f"{ref.kind} {ref.namespace}/{ref.name}"
         )
 
+    def resyncs_when_converged(self) -> bool:
+        """A converged resource has no resync timer of its own: its objects report to the Keystone sweep,
+        which wakes them on drift, and their answers arrive unasked when they change. Runs that began
+        before the sweep (and the legacy passes) keep their periodic claims."""
+        return not (self.claim_state.upgraded and workflow.patched(sweep.PATCH))
+
     # ----- answers arrive as signals -----------------------------------------------------------
     @workflow.signal(name=own.SIGNAL_OBJECT_RESULT)
     def object_result(self, result: ObjectResult) -> None:
@@ -138,6 +145,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
                         full=full,
                         binding=binding_of(spec),
                         heartbeat_seconds=self.st.config.heartbeat_seconds,
+                        resync_seconds=self.ops.resync_seconds(),
                     ),
                     summary=f"declare {key} to its workflow",
                 )

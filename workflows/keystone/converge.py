@@ -163,11 +163,12 @@ class Converger:
         self.drift = sorted(drift)
         if drift and self.writable and self.done != "created":
             assert s.id is not None
-            await call_local(
+            updated = await call_local(
                 io.UPDATE,
                 io.Update(kind=self.key.kind, id=s.id, fields=drift),
                 summary=f"update {self.key}: {', '.join(sorted(drift))}",
             )
+            self.current = dict(updated.fields)  # what the sweep compares with from now on
             self.done, self.drift = "updated", []
         if primary.desired.password is not None and self.done != "created":
             await self._password(primary)

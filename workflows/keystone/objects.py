@@ -26,7 +26,10 @@ from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import ownership as own
+    from osprov.api import sweep as sw
+    from osprov.api.keystone_io import Probe
     from osprov.api.ownership import Claim, ObjectKey, ObjectResult, ObjectState, ParentReady, Release, Watch
+    from osprov.api.sweep import Forget, Report, Swept
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
     from osprov.workflows.keystone import actuators as act
@@ -95,6 +98,13 @@ class KeystoneObjectWorkflow:
             s.watchers.remove(watch.watcher)
         self._dirty = True
 
+    @workflow.signal(name=sw.SIGNAL_RESYNC)
+    def resync(self, reason: str) -> None:
+        """The sweep saw this object differ from what it last reported: a full step (re-read, probe,
+        policy), answering the claimants only if their answer changes."""
+        self._full = True
+        self._dirty = True
+
     @workflow.signal(name=own.SIGNAL_PARENT_READY)
     def parent_ready(self, ready: ParentReady) -> None:
         s = self.s
@@ -144,6 +154,7 @@ class KeystoneObjectWorkflow:
             s.passes += 1
             await self._step()
             if self._finished():
+                await self._report(None)
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return self._end_reason()
             if workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
@@ -193,12 +204,15 @@ class KeystoneObjectWorkflow:
             for release in releases:
                 await self._release(converger, release)
         if not s.claims and not s.watchers:
+            await self._report(None)
             return
         if not await self._parents_known():
             return
+        observed: Converger | None = converger
         try:
             results = await converger.run()
         except ACTIVITY_FAILED as err:
+            observed = None
             if converger.parents_stale:
                 s.parent_ids.clear()
                 self._dirty = True
@@ -207,6 +221,59 @@ class KeystoneObjectWorkflow:
             }
         await self._tell_watchers(converger.id_changed)
         await self._answer(results)
+        if observed is not None:
+            await self._report(observed)
+
+    # ----- the sweep (drift detection without a timer per object) --------------------------------
+    async def _report(self, converger: Converger | None) -> None:
+        """Tell the sweep what this step saw (only when that changed); forget when absent or unclaimed.
+        `converger`: the step that observed the object (None: no observation, only forgetting applies)."""
+        s = self.st
+        claimed = s.present and bool(s.claims)
+        if claimed and converger is None:
+            return  # nothing observed this step: the last report stands
+        swept = self._swept(converger) if claimed and converger is not None else None
+        fingerprint = sw.digest(swept.model_dump(mode="json")) if swept is not None else None
+        if fingerprint == s.swept or not workflow.patched(sw.PATCH):
+            return
+        if swept is not None:
+            await call_local(
+                sw.REPORT, Report(keystone=s.keystone, swept=swept), summary="report to the sweep"
+            )
+        else:
+            await call_local(
+                sw.FORGET, Forget(keystone=s.keystone, path=s.key.path), summary="leave the sweep"
+            )
+        s.swept = fingerprint
+
+    def _swept(self, converger: Converger) -> Swept:
+        s = self.st
+        primary = binding.writer(s.claims)
+        probe = None
+        if (
+            s.key.kind == "user"
+            and s.id is not None
+            and primary is not None
+            and primary.desired.password is not None
+            and converger.writable
+        ):
+            probe = Probe(
+                user_id=s.id,
+                user_name=s.key.name,
+                domain_id=s.parent_ids.get("domain_id", ""),
+                secret=primary.desired.password,
+            )
+        periods = [c.resync_seconds for c in s.claims if c.resync_seconds]
+        return Swept(
+            key=s.key,
+            workflow_id=workflow.info().workflow_id,
+            id=s.id,
+            digest="" if s.key.kind == "grant" else sw.digest(converger.current),
+            grant=act.grant(s.key, s.parent_ids) if s.key.kind == "grant" else None,
+            probe=probe,
+            policy=s.policy or own.Policy(),
+            period_seconds=min(periods, default=sw.DEFAULT_PERIOD_SECONDS),
+        )
 
     async def _parents_known(self) -> bool:
         """True when every object this one depends on has an ID; else ask them and tell the claimants.

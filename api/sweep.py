@@ -1,0 +1,108 @@
+"""The Keystone sweep: drift detection for every converged Keystone object with one list call per kind.
+
+A converged object's workflow does not re-read its object on a timer of its own. It reports what it saw
+(`Swept`: the ID, a digest of the fields, for a grant the assignment, for a user whose password osprov
+manages the Secret reference, and the operator's policy) to one sweep workflow per Keystone deployment and
+task queue. Each resync period the sweep's `scan` activity lists each reported kind once (and logs in once
+per managed password) and names the objects whose Keystone state differs from the report; only those
+objects' workflows are woken (`SIGNAL_RESYNC`) for a full step, and they answer their claimants only
+when the answer changes. An idle Keystone resource costs nothing per tick of its own (docs/architecture.md).
+Pure pydantic: workflows import it inside Temporal's sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from osprov.api.activity import Activity
+from osprov.api.keystone_io import Grant, Probe
+from osprov.api.ownership import ObjectKey, Policy
+
+WORKFLOW_TYPE = "KeystoneSweep"
+SIGNAL_REPORT = "sweep_report"  # to the sweep: an object's latest Swept
+SIGNAL_FORGET = "sweep_forget"  # to the sweep: the object is absent or its workflow ends
+SIGNAL_RESYNC = "resync"  # to an object workflow: its object drifted, take a full step
+QUERY_SWEPT = "swept"  # the sweep's SweepState (the scan activity reads the reports so, not via history)
+DEFAULT_PERIOD_SECONDS = 600.0
+# The workflow.patched ID of this behaviour, in the object workflows and in the Keystone resources' (whose
+# converged runs then keep no resync timer): runs that began before keep their periodic claims.
+PATCH = "keystone-sweep"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def workflow_id(keystone: str, task_queue: str) -> str:
+    """One sweep per Keystone deployment and task queue (as the object workflows are keyed)."""
+    return f"{WORKFLOW_TYPE}/{quote(keystone, safe='')}/{quote(task_queue, safe='')}"
+
+
+def digest(fields: dict[str, Any]) -> str:
+    """A short, stable digest of an object's observed fields (the same on both sides of the comparison:
+    the object workflow digests what its read returned, the scan what the list returned)."""
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Swept(_Frozen):
+    """What an object workflow saw of its object after a converged step."""
+
+    key: ObjectKey
+    workflow_id: str  # the object's workflow: woken with SIGNAL_RESYNC on drift
+    id: str | None = None  # the Keystone ID (grant: none)
+    digest: str = ""  # of the observed fields (grant: "")
+    grant: Grant | None = None  # a grant: the assignment that must exist
+    probe: Probe | None = None  # a user whose password osprov manages: log in with the Secret's value
+    policy: Policy = Field(default_factory=Policy)  # the operator's policy the step ran under
+    period_seconds: float = DEFAULT_PERIOD_SECONDS  # the shortest resync period its claimants ask for
+
+
+class Forget(_Frozen):
+    keystone: str
+    path: str
+
+
+class Report(_Frozen):
+    keystone: str
+    swept: Swept
+
+
+class SweepState(BaseModel):
+    """The sweep's state, carried by continue-as-new: the latest report per object path."""
+
+    keystone: str
+    swept: dict[str, Swept] = Field(default_factory=dict)
+    ticks: int = 0  # scans begun, over every run (tools and tests read it)
+
+
+class SweepInput(_Frozen):
+    keystone: str
+    carried: SweepState | None = None
+
+
+class Scan(_Frozen):
+    """Compare the sweep's reports (read with QUERY_SWEPT from `sweep_workflow_id`) with Keystone."""
+
+    sweep_workflow_id: str
+
+
+class Drift(_Frozen):
+    path: str
+    reason: str  # user-safe: "deleted", "fields changed", "grant missing", "password changed", …
+
+
+class ScanResult(_Frozen):
+    checked: int
+    drifted: list[Drift] = Field(default_factory=list)
+
+
+# Signal-with-start of the sweep (a workflow cannot start another by itself), and the scan.
+REPORT: Activity[Report, None] = Activity("ownership.sweep_report", Report, type(None))
+FORGET: Activity[Forget, None] = Activity("ownership.sweep_forget", Forget, type(None))
+SCAN: Activity[Scan, ScanResult] = Activity("keystone.scan", Scan, ScanResult)

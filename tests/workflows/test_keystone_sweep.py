@@ -1,0 +1,106 @@
+"""The Keystone sweep (workflows/keystone/sweep.py), row by row, on the time-skipping server.
+
+A converged Keystone resource keeps no resync timer; its objects' workflows report to the sweep, whose scan
+(here: the real comparison rules against the fake Keystone, tests/workflows/fakes.py) wakes only the objects
+that drifted. The real-Keystone version is tests/integration/test_keystone_sweep.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from osprov.api import keystone_io as io
+from osprov.api import ownership as own
+from osprov.api import sweep as sw
+from tests.workflows.harness import CONFIG, Harness, eventually
+from tests.workflows.test_ownership import ready
+
+PERIOD = CONFIG.resync_seconds
+KEYSTONE_CALLS = (io.FIND.name, io.CREATE.name, io.UPDATE.name, io.CHECK_GRANT.name, io.PROBE_PASSWORD.name)
+
+
+def keystone_calls(h: Harness) -> int:
+    return sum(h.cloud.count(name) for name in KEYSTONE_CALLS) + h.cloud.count(own.POLICY.name)
+
+
+@pytest.fixture(autouse=True)
+def default_domain(h: Harness) -> None:
+    h.cloud.add("domain", name="Default", enabled=True)
+
+
+async def converged(h: Harness, kind: str, spec: dict[str, Any]) -> Any:
+    wf = await h.apply(kind, spec)
+    cond = await ready(h, wf)
+    assert cond["status"] == "True", cond
+    await eventually(lambda: h.cloud.count(io.FIND.name) > 0, "observed")
+    return wf
+
+
+async def scans_after(h: Harness, periods: int) -> None:
+    before = h.cloud.count(sw.SCAN.name)
+    await h.env.sleep(PERIOD * periods + 1)
+    await eventually(lambda: h.cloud.count(sw.SCAN.name) >= before + periods, f"{periods} scans")
+
+
+async def test_sweep_idle_a_converged_resource_makes_no_call_of_its_own_per_tick(h: Harness) -> None:
+    wf = await converged(h, "Project", {"name": "p", "domain": "Default", "description": "v1"})
+    state = await h.state(wf)
+    assert state.resync_at is None  # no timer of its own: the sweep watches its object
+    calls, statuses = keystone_calls(h), len(h.cloud.statuses)
+    await scans_after(h, 3)
+    assert keystone_calls(h) == calls  # only the scans (one list per kind) looked at Keystone
+    assert len(h.cloud.statuses) == statuses
+
+
+async def test_sweep_drift_wakes_only_the_drifted_object_which_repairs_it(h: Harness) -> None:
+    await converged(h, "Project", {"name": "a", "domain": "Default", "description": "mine"})
+    await converged(h, "Project", {"name": "b", "domain": "Default", "description": "mine"})
+    a = next(p for p in h.cloud.of("project") if p.fields["name"] == "a")
+    finds = h.cloud.count(io.FIND.name)
+    h.cloud.objects["project"][a.id] = a.model_copy(update={"fields": a.fields | {"description": "hand"}})
+    await scans_after(h, 1)
+    await eventually(lambda: h.cloud.objects["project"][a.id].fields["description"] == "mine", "repaired")
+    assert h.cloud.count(io.FIND.name) == finds + 1  # one read by ID, of the drifted project only
+    await scans_after(h, 1)
+    assert h.cloud.count(io.UPDATE.name) == 1  # the repaired object reported what it wrote: no new drift
+
+
+async def test_sweep_an_object_deleted_outside_is_created_again(h: Harness) -> None:
+    wf = await converged(h, "Domain", {"name": "gone"})
+    [dom] = [d for d in h.cloud.of("domain") if d.fields["name"] == "gone"]
+    del h.cloud.objects["domain"][dom.id]
+    await scans_after(h, 1)
+    await eventually(lambda: len(h.cloud.of("domain")) == 2, "created again")
+    again = next(d.id for d in h.cloud.of("domain") if d.fields["name"] == "gone")
+    await eventually(lambda: again in str(h.written[wf.id]), "the new ID in the status")
+
+
+async def test_sweep_a_password_changed_outside_is_set_again_without_a_failed_login(h: Harness) -> None:
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "s3cret"
+    spec = {"name": "cinder", "domain": "Default", "passwordSecret": {"name": "cinder-pw"}}
+    await converged(h, "User", spec)
+    [user] = h.cloud.of("user")
+    assert h.cloud.passwords[user.id] == "s3cret"
+    sets = h.cloud.count(io.SET_PASSWORD.name)
+    await scans_after(h, 1)
+    assert h.cloud.count(io.SET_PASSWORD.name) == sets  # the scan's login succeeded: nothing to do
+    h.cloud.passwords[user.id] = "changed by hand"
+    await scans_after(h, 1)
+    await eventually(lambda: h.cloud.passwords[user.id] == "s3cret", "password set again")
+
+
+@pytest.mark.parametrize("kind", ["Domain"])
+async def test_sweep_forgets_an_object_whose_last_claimant_is_gone(h: Harness, kind: str) -> None:
+    spec = {"name": "short-lived", "deletionPolicy": "delete"}
+    wf = await h.apply(kind, spec, finalizers=["keystone.osh.openstack.org/finalizer"])
+    await ready(h, wf)
+    await eventually(lambda: _n(h, 1), "reported")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
+    assert await wf.result() == "deleted"
+    await eventually(lambda: _n(h, 0), "forgotten")
+
+
+async def _n(h: Harness, n: int) -> bool:
+    return await h.swept() == n
