@@ -11,6 +11,8 @@ the two apart. Cinder's diagnostics of an errored volume are logged here, for op
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,14 +23,17 @@ from keystoneauth1 import exceptions as ksa_exceptions
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
-from osprov.activities.contract import implements
+from osprov.activities.contract import implements, implements_async
 from osprov.activities.errors import conflict, consistency, error, not_found
 from osprov.api.cinder_io import (
+    AWAIT_VOLUME,
     CREATE_VOLUME,
     DELETE_VOLUME,
     FIND_VOLUMES,
+    PROVISIONED_STATUSES,
     TAG_PREFIX,
     UPDATE_METADATA,
+    AwaitVolume,
     CreateVolume,
     DeleteResult,
     DeleteVolume,
@@ -154,6 +159,28 @@ def find_volumes(request: FindVolumes) -> VolumeLookup:
         return VolumeLookup(project_found=True, volumes=volumes)
 
 
+def settled(lookup: VolumeLookup, gone: bool) -> bool:
+    """Whether a wait for the volume is over: it is gone, or (not waiting for that) provisioned or errored."""
+    if not lookup.project_found or not lookup.volumes:
+        return True
+    status = lookup.volumes[0].status
+    return not gone and (status in PROVISIONED_STATUSES or is_error(status))
+
+
+@implements_async(AWAIT_VOLUME)
+async def await_volume(request: AwaitVolume) -> VolumeLookup:
+    """One heartbeating activity for a whole wait on Cinder (reads by ID at a short interval) instead of
+    a workflow timer and an activity per read. Async: a waiting volume holds no activity thread, its reads
+    run on the event loop's executor. Returns the last read, settled or not (the workflow decides)."""
+    read = FindVolumes(scope=request.scope, name="", id=request.id)
+    deadline = time.monotonic() + request.within_seconds
+    while True:
+        lookup = await asyncio.to_thread(find_volumes, read)
+        if settled(lookup, request.gone) or time.monotonic() >= deadline:
+            return lookup
+        await asyncio.sleep(request.interval_seconds)
+
+
 def _region(conn: openstack.connection.Connection) -> str:
     return conn.config.get_region_name("block-storage") or ""
 
@@ -231,4 +258,4 @@ def delete_volume(request: DeleteVolume) -> DeleteResult:
             return DeleteResult(outcome="absent")
 
 
-ACTIVITIES = [find_volumes, create_volume, update_metadata, delete_volume]
+ACTIVITIES = [find_volumes, await_volume, create_volume, update_metadata, delete_volume]

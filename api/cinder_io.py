@@ -110,6 +110,17 @@ class VolumeLookup(_Model):
     volumes: list[Volume] = Field(default_factory=list)  # exact-name matches, sorted by ID
 
 
+class AwaitVolume(_Model):
+    """Read the volume by ID every `interval_seconds` until it settles — provisioned or in error (`gone`
+    False), absent (`gone` True) — or `within_seconds` pass; the answer is the last read (by ID)."""
+
+    scope: ProjectScope
+    id: str
+    gone: bool = False
+    interval_seconds: float = 0.5
+    within_seconds: float = 60.0
+
+
 class CreateVolume(_Model):
     """Create-if-absent: an existing exact-name volume is returned instead of creating another.
 
@@ -150,6 +161,7 @@ class DeleteResult(_Model):
 FIND_VOLUMES: Activity[FindVolumes, VolumeLookup] = Activity("cinder.find_volumes", FindVolumes, VolumeLookup)
 CREATE_VOLUME: Activity[CreateVolume, Volume] = Activity("cinder.create_volume", CreateVolume, Volume)
 UPDATE_METADATA: Activity[UpdateMetadata, bool] = Activity("cinder.update_metadata", UpdateMetadata, bool)
+AWAIT_VOLUME: Activity[AwaitVolume, VolumeLookup] = Activity("cinder.await_volume", AwaitVolume, VolumeLookup)
 DELETE_VOLUME: Activity[DeleteVolume, DeleteResult] = Activity(
     "cinder.delete_volume", DeleteVolume, DeleteResult
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 
 from temporalio import workflow
 
@@ -42,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         Wait,
         create,
         delete,
+        observe,
         observe_import,
     )
 
@@ -61,6 +63,10 @@ PATCH_FINALIZE_REQUEUE = "volume-finalize-requeue"
 PATCH_CLASS_CHECK = "volume-class-check"
 # O1…O4: managementPolicy unmanaged observes the imported volume (runs before it refused, calling nothing).
 PATCH_OBSERVE = "volume-observe"
+# S3, D3, D6: a wait on Cinder is one heartbeating activity that reads every half second for up to a
+# minute (then the loop's timer takes over); runs from before re-read once per pass on a timer.
+PATCH_AWAIT = "volume-await-in-activity"
+AWAIT_WITHIN_SECONDS = 60.0
 
 
 def poll_delay(polls: int) -> float:
@@ -76,6 +82,10 @@ def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionStat
 class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
     KIND = "Volume"
     STATE = VolumeState
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = Observation()  # what the last pass observed (the volume a wait is about)
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -116,8 +126,9 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
 
     # ----- executing decisions ------------------------------------------------------------------------
     async def _run_pass(self, decide: Callable[[Observation], Decision]) -> Decision:
-        """Ask, call, fold in, ask again; returns the decision that ends the pass (Fail raises)."""
-        obs = Observation()
+        """Ask, call, fold in, ask again; returns the decision that ends the pass (Fail raises). What was
+        observed stays in `self.seen` (the volume a wait is about)."""
+        obs = self.seen = Observation()
         while True:
             d = decide(obs)
             self.set_step(d.step)
@@ -144,7 +155,30 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
                 await call(io.DELETE_VOLUME, a, summary=d.step)
                 obs = replace(obs, volume=self._found(obs))
             else:
+                self.seen = obs
                 return d
+
+    async def _await(
+        self, target: Target, volume_id: str, *, gone: bool, showing: ConditionState
+    ) -> io.VolumeLookup:
+        """The wait of S3/D3/D6 in one activity (reads by ID every 0.5 s, at most AWAIT_WITHIN_SECONDS),
+        after publishing what it waits for (`showing`: the status says so while Cinder works)."""
+        if self.st.desired is not None:
+            await self._publish(self.st.desired, [showing])
+        what = "to be gone" if gone else "to settle"
+        return await call(
+            io.AWAIT_VOLUME,
+            io.AwaitVolume(scope=target.scope, id=volume_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
+            summary=f"wait for Cinder: volume {target.name} {what} (a read every 0.5 s)",
+            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        )
+
+    def _waited_volume(self) -> str | None:
+        """The ID of the volume this pass found (and may have sent a delete for)."""
+        obs = self.seen
+        if obs.volume is not None:
+            return obs.volume.id
+        return obs.lookup.volumes[0].id if obs.lookup is not None and obs.lookup.volumes else None
 
     @staticmethod
     def _found(obs: Observation) -> io.Volume:
@@ -170,6 +204,11 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             d = await self._run_pass(lambda obs: observe_import(spec, target, obs))
         else:
             d = await self._run_pass(lambda obs: create(spec, target, full, obs))
+        if isinstance(d.action, Wait) and d.observed is not None and workflow.patched(PATCH_AWAIT):  # S3
+            waiting = _available(False, AvailableReason.PROVISIONING, d.action.message)
+            settled = await self._await(target, d.observed.id, gone=False, showing=waiting)
+            if settled.volumes:
+                d = observe(settled.volumes[0])  # S1, S2, or still S3 after a minute: the timer below
         if d.observed is not None:
             self.k.volume_id, self.k.size = d.observed.id, d.observed.size
         volume = d.action.volume if isinstance(d.action, Errored) else None
@@ -200,6 +239,12 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
         d = await self._run_pass(lambda obs: delete(spec, target, obs))
         if isinstance(d.action, Done):  # D1, D2
             return None
+        waiting_on = self._waited_volume()
+        if d.rule in ("D3", "D6") and waiting_on is not None and workflow.patched(PATCH_AWAIT):
+            waiting = _available(False, AvailableReason.DEPROVISIONING, DELETE_WAIT)
+            gone = await self._await(target, waiting_on, gone=True, showing=waiting)
+            if not gone.project_found or not gone.volumes:  # D2: this read confirms absence
+                return None
         polls = 0 if d.rule == "D3" else self.k.polls  # the delete was just sent: re-read soon
         self.k.polls = polls + 1
         return Outcome(

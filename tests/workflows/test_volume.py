@@ -76,7 +76,8 @@ async def test_C3_S3_S1_create_waits_until_available_and_fills_status(h: CinderH
     # Accepted was not done: Provisioning was published while Cinder was still creating.
     reasons = [s["conditions"][0]["reason"] for s in h.cloud.statuses]
     assert reasons[0] == "Provisioning" and reasons[-1] == "Provisioned"
-    assert h.cinder.count(io.CREATE_VOLUME.name) == 1 and h.cinder.count(io.FIND_VOLUMES.name) >= 3
+    assert h.cinder.count(io.CREATE_VOLUME.name) == 1 and h.cinder.count(io.FIND_VOLUMES.name) == 1
+    assert h.cinder.count(io.AWAIT_VOLUME.name) == 1  # the wait was one activity, not a pass per read
 
 
 async def test_C4_existing_exact_name_is_adopted_not_duplicated(h: CinderHarness) -> None:
@@ -98,8 +99,9 @@ async def test_C5_tag_changes_reach_cinder_and_dropped_tags_are_removed(h: Cinde
     assert vol.metadata["user-key"] == "set by hand" and vol.metadata["osprov.uid"] == UID
     assert h.cinder.count(io.UPDATE_METADATA.name) == 1
     # Up to date: the next full pass (the resync) writes nothing.
+    finds = h.cinder.count(io.FIND_VOLUMES.name)
     await h.env.sleep(601)
-    await h.until(lambda: h.cinder.count(io.FIND_VOLUMES.name) >= 5, "resync read")
+    await h.until(lambda: h.cinder.count(io.FIND_VOLUMES.name) > finds, "resync read")
     assert h.cinder.count(io.UPDATE_METADATA.name) == 1
 
 
@@ -191,13 +193,13 @@ async def test_D6_stuck_delete_keeps_every_run_short_and_ends_when_cinder_does(h
         "Volume", spec(), uid=UID, config=CONFIG.model_copy(update={"max_passes_per_run": passes})
     )
     await h.until(lambda: h.condition().get("reason") == "Provisioned", "volume provisioned")
-    h.cinder.delete_script = ["deleting"] * 5000
+    h.cinder.delete_script = ["deleting"] * 10**6  # each pass's wait reads up to 120 times
     first = await current_run(h.env.client, wf.id)
     await delete(h, wf)
     await skip(h.env, 30 * 60)
     run = await current_run(h.env.client, wf.id)
     assert run.run_id != first.run_id  # the delete went on across runs
-    assert len(run.events) < passes * 15, len(run.events)  # a pass is about ten events
+    assert len(run.events) < passes * 20, len(run.events)  # a pass: a read, a minute-long wait, a timer
     assert h.cinder.count(io.DELETE_VOLUME.name) == 1
     assert h.condition()["reason"] == "Deprovisioning" and h.condition()["message"] == DELETE_WAIT
     [vol] = h.cinder.named(NAME)
