@@ -136,9 +136,14 @@ def _find_exact(conn: openstack.connection.Connection, name: str) -> list[Volume
 
 def _by_id(conn: openstack.connection.Connection, volume_id: str) -> list[Volume]:
     """The project's volume with this ID (none if absent or another project's: an admin token sees all)."""
-    found = conn.block_storage.find_volume(volume_id, ignore_missing=True)
-    owner = getattr(found, "project_id", None) if found is not None else None
-    if found is None or (owner is not None and owner != conn.current_project_id):
+    # A GET by ID, not find_volume: on a 404 that falls back to a list filtered by name, which Cinder
+    # refuses non-admin tokens (400) unless its resource_filters allow it — a deleted volume would fail.
+    try:
+        found = conn.block_storage.get_volume(volume_id)
+    except openstack.exceptions.NotFoundException:
+        return []
+    owner = getattr(found, "project_id", None)
+    if owner is not None and owner != conn.current_project_id:
         return []
     return [_to_volume(found)]
 
