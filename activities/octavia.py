@@ -8,6 +8,8 @@ pinned to microversion 2.22 (PROXYV2 pools). Errors leave as typed ApplicationEr
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import openstack.exceptions
@@ -15,7 +17,7 @@ from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
-from osprov.activities.contract import implements
+from osprov.activities.contract import implements, implements_async
 from osprov.api import octavia_io as io
 
 SERVICE = "Octavia"
@@ -107,6 +109,35 @@ def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.Loa
                 found = []
         views = (_lb_view(r) for r in found)
         return sorted((v for v in views if v.provisioning_status != "DELETED"), key=lambda v: v.id)
+
+
+def settled(found: list[io.LoadBalancerView], gone: bool) -> bool:
+    """Whether a wait on Octavia is over: the load balancer is gone, or (not waiting for that) ACTIVE or ERROR."""
+    if not found:
+        return True
+    return not gone and found[0].provisioning_status in ("ACTIVE", "ERROR")
+
+
+def _read_by_id(req: io.AwaitLoadBalancer) -> list[io.LoadBalancerView]:
+    with openstack_errors(f"read load balancer {req.id}", service=SERVICE):
+        try:
+            view = _lb_view(_lb(req.scope).get_load_balancer(req.id))
+        except openstack.exceptions.NotFoundException:
+            return []
+        return [] if view.provisioning_status == "DELETED" else [view]
+
+
+@implements_async(io.AWAIT_LOAD_BALANCER)
+async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancerView]:
+    """One heartbeating activity for a whole wait on Octavia (a read by ID every 0.2 s, as a plain script
+    polls) instead of a workflow timer and a pass per read. Async: a waiting load balancer holds no
+    activity thread. Returns the last read, settled or not (the workflow decides)."""
+    deadline = time.monotonic() + req.within_seconds
+    while True:
+        found = await asyncio.to_thread(_read_by_id, req)
+        if settled(found, req.gone) or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(req.interval_seconds)
 
 
 @implements(io.CREATE_LOAD_BALANCER)
@@ -303,6 +334,7 @@ def delete(req: io.DeleteObject) -> bool:
 ACTIVITIES: list[Any] = [
     find_load_balancer,
     find_imported_load_balancer,
+    await_load_balancer,
     create_load_balancer,
     list_listeners,
     create_listener,

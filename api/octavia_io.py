@@ -121,6 +121,17 @@ class FindLoadBalancer(_Model):
     name: str
 
 
+class AwaitLoadBalancer(_Model):
+    """Read the load balancer by ID every `interval_seconds` until Octavia settles it (ACTIVE or ERROR; with
+    `gone`: until it no longer exists) or `within_seconds` pass; the answer is the last read ([]: gone)."""
+
+    scope: Scope
+    id: str
+    gone: bool = False
+    interval_seconds: float = 0.2
+    within_seconds: float = 60.0
+
+
 class FindImportedLoadBalancer(_Model):
     """spec.import of an unmanaged LoadBalancer: the project's load balancer with this ID, or every one of
     the project named exactly `name` (exactly one of the two). Another project's is not found."""
@@ -266,6 +277,9 @@ FIND_LOAD_BALANCER: Activity[FindLoadBalancer, list[LoadBalancerView]] = Activit
 )
 FIND_IMPORTED_LOAD_BALANCER: Activity[FindImportedLoadBalancer, list[LoadBalancerView]] = Activity(
     "octavia.find_imported_load_balancer", FindImportedLoadBalancer, list[LoadBalancerView]
+)
+AWAIT_LOAD_BALANCER: Activity[AwaitLoadBalancer, list[LoadBalancerView]] = Activity(
+    "octavia.await_load_balancer", AwaitLoadBalancer, list[LoadBalancerView]
 )
 CREATE_LOAD_BALANCER: Activity[CreateLoadBalancer, LoadBalancerView] = Activity(
     "octavia.create_load_balancer", CreateLoadBalancer, LoadBalancerView

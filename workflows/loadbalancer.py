@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -55,6 +56,14 @@ PATCH_FINALIZE_REQUEUE = "loadbalancer-finalize-requeue"
 # O1…O4, OL1…OL3: managementPolicy unmanaged observes the imported load balancer (runs before it refused,
 # calling nothing).
 PATCH_OBSERVE = "loadbalancer-observe"
+# After a mutation (or at a pass that finds Octavia busy), the wait for ACTIVE — or, deleting, for it to be
+# gone — is one heartbeating activity (a read every 0.2 s, up to a minute), and the pass goes on with a fresh
+# read; runs from before requeue a pass on a timer for every re-check.
+PATCH_AWAIT = "loadbalancer-await-in-activity"
+AWAIT_WITHIN_SECONDS = 60.0
+MAX_STEPS_PER_PASS = (
+    12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
+)
 
 # The activity of each Octavia mutation a decision can ask for.
 MUTATIONS: dict[type[Any], Activity[Any, Any]] = {
@@ -108,14 +117,40 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             return await self.observe_import(spec)
         uid = self.st.ref.uid
         scope = _scope(await self.where(spec, deleting=False))
-        d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope))
-        if isinstance(d.action, Done):
-            self.k.waits = 0
-            return Outcome(
-                conditions=[ConditionState.of(AVAILABLE, True, AvailableReason.PROVISIONED, d.action.message)]
-            )
-        mutated = not isinstance(d.action, Wait)
+        for step in range(MAX_STEPS_PER_PASS):
+            d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope))
+            if isinstance(d.action, Done):
+                self.k.waits = 0
+                provisioned = ConditionState.of(
+                    AVAILABLE, True, AvailableReason.PROVISIONED, d.action.message
+                )
+                return Outcome(conditions=[provisioned])
+            mutated = not isinstance(d.action, Wait)
+            if step > 0 and not mutated:
+                break  # settled, yet something still waits (a child PENDING): the loop's backoff
+            settling = AvailableReason.PROVISIONING, PROVISIONING_MESSAGE
+            if not await self._await(scope, gone=False, first=step == 0, showing=settling):
+                break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
+
+    async def _await(
+        self, scope: io.Scope, *, gone: bool, first: bool, showing: tuple[AvailableReason, str]
+    ) -> bool:
+        """Wait in one activity for Octavia to settle the load balancer (or, `gone`, to delete it); True
+        when it did. The condition says what is awaited first (once per pass)."""
+        lb_id = self.k.load_balancer_id
+        if lb_id is None or not workflow.patched(PATCH_AWAIT):
+            return False
+        if first and self.st.desired is not None:
+            await self._publish(self.st.desired, [ConditionState.of(AVAILABLE, False, *showing)])
+        found = await call(
+            io.AWAIT_LOAD_BALANCER,
+            io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
+            summary=f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} "
+            f"{'to be gone' if gone else 'to be ACTIVE'} (a read every 0.2 s)",
+            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        )
+        return not found if gone else bool(found) and found[0].provisioning_status in ("ACTIVE", "ERROR")
 
     async def observe_import(self, spec: LoadBalancerSpec) -> Outcome:
         """O1…O4 then OL1…OL3 (workflows/observe_import.py): one read of the imported load balancer, mirrored;
@@ -161,6 +196,12 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
             return None
         mutated = not isinstance(d.action, Wait)
+        going = AvailableReason.DEPROVISIONING, DEPROVISIONING_MESSAGE
+        # D3 sent the cascade, D4 found it going: wait for it to be gone (that read is D1's confirmation).
+        waitable = d.rule in ("D3", "D4")
+        if scope is not None and waitable and await self._await(scope, gone=True, first=True, showing=going):
+            self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
+            return None
         return self._requeue(d, mutated, AvailableReason.DEPROVISIONING, DEPROVISIONING_MESSAGE)
 
     async def _finalize_in_one_pass(self, spec: LoadBalancerSpec, scope: io.Scope | None) -> None:

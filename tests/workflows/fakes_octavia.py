@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.worker import Worker
 
 from osprov.activities import errors
+from osprov.activities.octavia import settled
 from osprov.api import octavia_io as io
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.harness import Harness, eventually
@@ -138,6 +139,17 @@ class FakeOctavia:
             return [
                 o._read_lb(lb) for lb in sorted(o.lbs.values(), key=lambda v: v.id) if lb.name == req.name
             ]
+
+        @activity.defn(name=io.AWAIT_LOAD_BALANCER.name)
+        async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancerView]:
+            """The real activity's loop without its clock: as many reads as fit in `within_seconds`."""
+            o._record(io.AWAIT_LOAD_BALANCER.name, req.scope)
+            found: list[io.LoadBalancerView] = []
+            for _ in range(max(1, int(req.within_seconds / req.interval_seconds))):
+                found = [o._read_lb(o.lbs[req.id])] if req.id in o.lbs else []
+                if settled(found, req.gone):
+                    break
+            return found
 
         @activity.defn(name=io.FIND_IMPORTED_LOAD_BALANCER.name)
         async def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.LoadBalancerView]:
@@ -339,6 +351,7 @@ class FakeOctavia:
             return o.fips.pop(req.id, None) is not None
 
         return [
+            await_load_balancer,
             find_load_balancer,
             find_imported_load_balancer,
             create_load_balancer,
