@@ -21,7 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import failover, identity_cinder, identity_scale, identity_steady, loadbalancer, rebuild, volume
+from bench import (
+    failover,
+    identity_cinder,
+    identity_scale,
+    identity_steady,
+    loadbalancer,
+    rebuild,
+    temporal_floor,
+    volume,
+)
 from bench.report import RESULTS, Figure, print_figures, read, save
 from devenv.testing import provide_stack
 
@@ -40,7 +49,7 @@ def runs(args: argparse.Namespace) -> dict[str, Callable[[], list[Figure]]]:
     return {
         "P1": lambda: identity_cinder.measure(repeat=args.repeat),
         "P2": lambda: identity_steady.measure(),
-        "P3": lambda: identity_scale.measure(args.scale),
+        "P3": lambda: identity_scale.measure(args.scale) + temporal_floor.measure(min(args.scale)),
         "P4": lambda: volume.measure([1, 20]) + loadbalancer.measure(repeat=2) + rebuild.measure(rounds=3),
         "P5": lambda: failover.measure(rounds=3),
     }
