@@ -11,8 +11,6 @@ the two apart. Cinder's diagnostics of an errored volume are logged here, for op
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -174,16 +172,15 @@ def settled(lookup: VolumeLookup, gone: bool) -> bool:
 
 @implements_async(AWAIT_VOLUME)
 async def await_volume(request: AwaitVolume) -> VolumeLookup:
-    """One heartbeating activity for a whole wait on Cinder (reads by ID at a short interval) instead of
-    a workflow timer and an activity per read. Async: a waiting volume holds no activity thread, its reads
-    run on the event loop's executor. Returns the last read, settled or not (the workflow decides)."""
+    """One activity for a whole wait on Cinder (reads by ID at a short interval) instead of a workflow
+    timer and an activity per read; returns the last read, settled or not (the workflow decides)."""
     read = FindVolumes(scope=request.scope, name="", id=request.id)
-    deadline = time.monotonic() + request.within_seconds
-    while True:
-        lookup = await asyncio.to_thread(find_volumes, read)
-        if settled(lookup, request.gone) or time.monotonic() >= deadline:
-            return lookup
-        await asyncio.sleep(request.interval_seconds)
+    return await cloud.poll(
+        lambda: find_volumes(read),
+        lambda lookup: settled(lookup, request.gone),
+        request.interval_seconds,
+        request.within_seconds,
+    )
 
 
 def _region(conn: openstack.connection.Connection) -> str:

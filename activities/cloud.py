@@ -24,13 +24,15 @@ Environment:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import openstack.config
 import openstack.connection
@@ -100,6 +102,21 @@ class AuthEndpoint:
 
 
 _local = threading.local()
+
+
+T = TypeVar("T")
+
+
+async def poll(read: Callable[[], T], done: Callable[[T], bool], interval_s: float, within_s: float) -> T:
+    """A wait on the cloud inside one activity: `read` (a blocking call, run on the event loop's executor so
+    the wait holds no activity thread) every `interval_s` until `done`, or `within_s` passed; the last read
+    is returned either way (the workflow decides). The worker's interceptor heartbeats meanwhile."""
+    deadline = time.monotonic() + within_s
+    while True:
+        found = await asyncio.to_thread(read)
+        if done(found) or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(interval_s)
 
 
 def _thread_cache(name: str) -> OrderedDict[Any, openstack.connection.Connection]:

@@ -15,8 +15,6 @@ import logging
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client
-from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from osprov.activities import cloud, keystone, ownership
@@ -25,29 +23,16 @@ from osprov.activities.contract import implements_async
 from osprov.activities.errors import transient
 from osprov.api import sweep as sw
 from osprov.api.keystone_io import Grant
-from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
 from osprov.api.sweep import Drift, Forget, Report, Scan, ScanResult, SweepInput, SweepState, Swept
 
 log = logging.getLogger(__name__)
 
 
 async def _signal_with_start(keystone_name: str, signal: str, arg: object) -> None:
-    client: Client = activity.client()
-    queue = activity.info().task_queue
-    try:
-        await client.start_workflow(
-            sw.WORKFLOW_TYPE,
-            SweepInput(keystone=keystone_name),
-            id=sw.workflow_id(keystone_name, queue),
-            task_queue=queue,
-            start_signal=signal,
-            start_signal_args=[arg],
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            task_timeout=WORKFLOW_TASK_TIMEOUT,
-            static_summary=f"drift scan of the Keystone objects of {keystone_name}",
-        )
-    except RPCError as err:
-        raise transient(f"cannot reach the Keystone sweep: {err.status.name}") from None
+    workflow_id = sw.workflow_id(keystone_name, activity.info().task_queue)
+    start = SweepInput(keystone=keystone_name)
+    label = f"the drift scan of the Keystone objects of {keystone_name}"
+    await ownership.signal_with_start(sw.WORKFLOW_TYPE, start, workflow_id, signal, arg, label=label)
 
 
 @implements_async(sw.REPORT)

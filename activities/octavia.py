@@ -8,8 +8,6 @@ pinned to microversion 2.22 (PROXYV2 pools). Errors leave as typed ApplicationEr
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import openstack.exceptions
@@ -129,15 +127,14 @@ def _read_by_id(req: io.AwaitLoadBalancer) -> list[io.LoadBalancerView]:
 
 @implements_async(io.AWAIT_LOAD_BALANCER)
 async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancerView]:
-    """One heartbeating activity for a whole wait on Octavia (a read by ID every 0.2 s, as a plain script
-    polls) instead of a workflow timer and a pass per read. Async: a waiting load balancer holds no
-    activity thread. Returns the last read, settled or not (the workflow decides)."""
-    deadline = time.monotonic() + req.within_seconds
-    while True:
-        found = await asyncio.to_thread(_read_by_id, req)
-        if settled(found, req.gone) or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(req.interval_seconds)
+    """One activity for a whole wait on Octavia (a read by ID every 0.2 s, as a plain script polls)
+    instead of a workflow timer and a pass per read; returns the last read, settled or not."""
+    return await cloud.poll(
+        lambda: _read_by_id(req),
+        lambda found: settled(found, req.gone),
+        req.interval_seconds,
+        req.within_seconds,
+    )
 
 
 @implements(io.CREATE_LOAD_BALANCER)

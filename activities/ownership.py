@@ -45,23 +45,32 @@ PROTECTED: dict[str, str] = {
 }
 
 
-async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -> None:
+async def signal_with_start(
+    workflow_type: str, start: object, workflow_id: str, signal: str, arg: object, *, label: str
+) -> None:
+    """Signal a workflow of this worker's task queue, starting it with `start` if it is not running.
+    `label` names it in the Web UI and in the (transient, retried) error when Temporal is unreachable."""
     client: Client = activity.client()
-    queue = activity.info().task_queue
     try:
         await client.start_workflow(
-            own.WORKFLOW_TYPE,
-            own.ObjectInput(keystone=keystone, key=key),
-            id=key.workflow_id(keystone, queue),
-            task_queue=queue,
+            workflow_type,
+            start,
+            id=workflow_id,
+            task_queue=activity.info().task_queue,
             start_signal=signal,
             start_signal_args=[arg],
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             task_timeout=WORKFLOW_TASK_TIMEOUT,
-            static_summary=f"Keystone {key}",
+            static_summary=label,
         )
     except RPCError as err:
-        raise transient(f"cannot reach the workflow of {key}: {err.status.name}") from None
+        raise transient(f"cannot reach the workflow of {label}: {err.status.name}") from None
+
+
+async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -> None:
+    workflow_id = key.workflow_id(keystone, activity.info().task_queue)
+    start = own.ObjectInput(keystone=keystone, key=key)
+    await signal_with_start(own.WORKFLOW_TYPE, start, workflow_id, signal, arg, label=f"Keystone {key}")
 
 
 async def _signal_if_running(keystone: str, key: ObjectKey, signal: str, arg: object) -> bool:
