@@ -100,6 +100,24 @@ class ServerLookup(_Model):
     server: ServerRead | None = None
 
 
+class AwaitServer(_Model):
+    """Read the server by ID every `interval_seconds` until Nova is done with it (`settled`: no task, not
+    BUILD or REBUILD; or gone) or `within_seconds` pass; the answer is the last read."""
+
+    server: ServerId
+    interval_seconds: float = 0.5
+    within_seconds: float = 60.0
+
+
+def settled(found: ServerLookup) -> bool:
+    read = found.server
+    return (
+        read is None
+        or read.status == "ERROR"
+        or (not read.task_state and read.status not in ("BUILD", "REBUILD"))
+    )
+
+
 class VolumeAttachment(_Model):
     """One spec.volumes entry: the Volume resource (by name, in the Server's namespace) and this server.
 
@@ -123,6 +141,7 @@ FIND_SERVER: Activity[FindServer, list[ServerRead]] = Activity(
     "nova.find_server", FindServer, list[ServerRead]
 )
 GET_SERVER: Activity[ServerId, ServerLookup] = Activity("nova.get_server", ServerId, ServerLookup)
+AWAIT_SERVER: Activity[AwaitServer, ServerLookup] = Activity("nova.await_server", AwaitServer, ServerLookup)
 FIND_IMPORTED_SERVER: Activity[FindImportedServer, list[ServerRead]] = Activity(
     "nova.find_imported_server", FindImportedServer, list[ServerRead]
 )

@@ -63,6 +63,11 @@ PATCH_IMAGE_CHECK = "server-image-check"
 # O1…O4, OS1…OS3: managementPolicy unmanaged observes the imported server (runs before it refused, calling
 # nothing).
 PATCH_OBSERVE = "server-observe"
+# A build or an accepted rebuild is waited out in one heartbeating activity (a read every 0.5 s, up to a
+# minute); once Nova is done the next pass follows at once. Runs from before wait on growing timers.
+PATCH_AWAIT = "server-await-in-activity"
+AWAIT_WITHIN_SECONDS = 60.0
+NEXT_PASS_SECONDS = 0.05  # after a settled wait: a durable timer only to end the workflow task
 
 _HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
     "ACTIVE": (True, HealthyReason.HEALTHY),
@@ -204,7 +209,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             return await self.recreate_failed(spec, project, read)
         if not obs.launched and obs.ref == spec.image_id:
             self.set_step("waiting for ACTIVE (first boot)")
-            return self.provisioning(f"server {read.id} is {read.status}; waiting for its first boot", health)
+            booting = self.provisioning(
+                f"server {read.id} is {read.status}; waiting for its first boot", health
+            )
+            return await self.settle(project, booting)
         await self.ensure_metadata(spec, project, read)
         return await self.rebuild_pass(spec, project, obs, health)
 
@@ -399,7 +407,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             # state, and only a later pass (after a durable timer) may submit.
             return self.provisioning(decision.step, health, seconds=WAIT_FIRST_SECONDS)
         if act is Action.WAIT_ACCEPTED:
-            return self.accepted_stamp(decision.step)
+            return await self.settle(project, self.accepted_stamp(decision.step))
         if act is Action.WAIT:
             return self.provisioning(decision.step, health, seconds=decision.recheck_seconds)
         return await self.submit(project, spec.image_id, health)
@@ -443,7 +451,29 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         assert marker is not None
         self.k.rebuild = marker.with_state(RebuildState.REBUILDING)
         self.set_step("P7e: rebuild accepted; waiting for it to settle")
-        return self.accepted_stamp("rebuild accepted")
+        return await self.settle(project, self.accepted_stamp("rebuild accepted"))
+
+    async def settle(self, project: io.Project, waiting: Outcome) -> Outcome:
+        """Wait out a build or an accepted rebuild in one activity (the status says what it waits for
+        first). Settled: the next pass (a fresh read, the rules decide) follows at once; else the loop's
+        growing timer, as before. Never used between arm and submit, nor for the protocol's own re-checks."""
+        server_id = self.k.server_id
+        if server_id is None or not workflow.patched(PATCH_AWAIT):
+            return waiting
+        if self.st.desired is not None:
+            await self._publish(self.st.desired, waiting.conditions)
+        found = await call(
+            io.AWAIT_SERVER,
+            io.AwaitServer(
+                server=io.ServerId(project=project, server_id=server_id), within_seconds=AWAIT_WITHIN_SECONDS
+            ),
+            summary=f"wait for Nova: server {server_id} to finish its build or rebuild (a read every 0.5 s)",
+            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        )
+        if not io.settled(found):
+            return waiting
+        self.k.waits = 0
+        return waiting.model_copy(update={"requeue_after": NEXT_PASS_SECONDS})
 
     # ----- outcomes ------------------------------------------------------------------------------
     def provisioning(

@@ -97,6 +97,14 @@ class FakeNova:
             server = nova.servers.get(req.server_id)
             return io.ServerLookup(server=server.read() if server else None)
 
+        @activity.defn(name=io.AWAIT_SERVER.name)
+        async def await_server(req: io.AwaitServer) -> io.ServerLookup:
+            """The real activity without its clock: Nova's state changes only when a test says so, so one
+            read stands for a wait that ran out (or found it settled)."""
+            nova.calls.append(io.AWAIT_SERVER.name)
+            server = nova.servers.get(req.server.server_id)
+            return io.ServerLookup(server=server.read() if server else None)
+
         @activity.defn(name=io.FIND_IMPORTED_SERVER.name)
         async def find_imported_server(req: io.FindImportedServer) -> list[io.ServerRead]:
             nova.calls.append(io.FIND_IMPORTED_SERVER.name)
@@ -169,6 +177,7 @@ class FakeNova:
                 nova.volumes[req.volume] = (None, None)
 
         return [
+            await_server,
             find_server,
             find_imported_server,
             get_server,
