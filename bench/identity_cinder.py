@@ -21,6 +21,8 @@ from bench.identity_common import (
     apply_example,
     cleanup_keystone,
     identity,
+    keystone_busy_since,
+    keystone_log_size,
     osprov_via_proxy,
     stack_env,
     suffix,
@@ -155,6 +157,8 @@ def measure(repeat: int = 1) -> list[Figure]:
     ours_s: list[float] = []
     cli_s: list[float] = []
     requests: list[int] = []
+    busy: list[float] = []  # Keystone's own answering time during osprov's run (its uwsgi log)
+    cli_busy: list[float] = []
     count = processes = 0
     try:
         for i in range(repeat):
@@ -166,17 +170,20 @@ def measure(repeat: int = 1) -> list[Figure]:
                 wait(lambda: all_ready(osprov, [("Domain", "warmup")]), "the warm-up domain", 120)
                 tag = suffix()
                 tags.append(tag)
-                before = proxy.connections_seen
+                before, log_at = proxy.connections_seen, keystone_log_size()
                 start = time.monotonic()
                 resources = apply_example(osprov, "cinder", tag)
                 wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)  # noqa: B023
                 ours_s.append(time.monotonic() - start)  # from the first apply
                 requests.append(proxy.connections_seen - before)
+                busy.append(keystone_busy_since(log_at)[0])
                 count = len(resources)
             cli_tag = suffix()
             tags.append(cli_tag)
+            log_at = keystone_log_size()
             cli, processes = run_cli(env, cli_tag)
             cli_s.append(cli)
+            cli_busy.append(keystone_busy_since(log_at)[0])
             print(
                 f"run {i + 1}: osprov {ours_s[-1]:.1f} s ({requests[-1]} Keystone requests); CLI {cli:.1f} s"
             )
@@ -190,7 +197,13 @@ def measure(repeat: int = 1) -> list[Figure]:
         round(statistics.median(cli_s), 2),
         "ratio <= 0.05 (20x faster than the CLI)",
         baseline=f"ks-user/ks-service/ks-endpoints CLI sequence ({processes} processes)",
-        extra={"Keystone requests": int(statistics.median(requests)), "runs": repeat},
+        extra={
+            "Keystone requests": int(statistics.median(requests)),
+            "Keystone busy s (osprov's run)": round(statistics.median(busy), 2),
+            "Keystone busy s (CLI's run)": round(statistics.median(cli_busy), 2),
+            "20x budget s": round(statistics.median(cli_s) / 20, 2),
+            "runs": repeat,
+        },
     ).judged(GOAL)
     return [figure]
 

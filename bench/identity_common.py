@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -174,6 +175,22 @@ def ours(workflow_id: str, namespace: str) -> bool:
     """A workflow of the benchmark's controller: its resources' (Kind/namespace/…), and the Keystone
     objects' and the sweep's, which are keyed by its task queue (osprov-<namespace>, tests/support)."""
     return f"/{namespace}/" in workflow_id or workflow_id.split("/")[2:3] == [f"osprov-{namespace}"]
+
+
+_UWSGI_MSECS = re.compile(r"generated \d+ bytes in (\d+) msecs")
+
+
+def keystone_log_size() -> int:
+    return (stack_env().state_dir / "logs" / "keystone.log").stat().st_size
+
+
+def keystone_busy_since(offset: int) -> tuple[float, int]:
+    """(seconds Keystone spent answering, requests answered) since byte `offset` of its uwsgi log: the
+    cloud's own share of a run (the log is Keystone's: every client's requests are in it)."""
+    with open(stack_env().state_dir / "logs" / "keystone.log", "rb") as log:
+        log.seek(offset)
+        found = [int(m.group(1)) for m in _UWSGI_MSECS.finditer(log.read().decode(errors="replace"))]
+    return sum(found) / 1000, len(found)
 
 
 def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
