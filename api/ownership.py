@@ -205,6 +205,7 @@ class ObjectState(BaseModel):
     heartbeat_seconds: float | None = HEARTBEAT_SECONDS  # from the latest claim (Claim.heartbeat_seconds)
     policy: Policy | None = None
     swept: str | None = None  # digest of the last report to the Keystone sweep (None: none standing)
+    held: list[str] = Field(default_factory=list)  # paused claimants (api/sweep.py Hold) until they claim
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
     passes: int = 0
 

@@ -33,6 +33,7 @@ class ClaimsState(KindState):
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # object path -> its latest answer
     seq: int = 0  # of the latest claim sent
     upgraded: bool = False  # this run took the ownership path (runs started before it keep the old one)
+    held: bool = False  # paused: its objects were told (the sweep does not wake them for it)
 
 
 class KeystoneState(ClaimsState):

@@ -27,6 +27,7 @@ WORKFLOW_TYPE = "KeystoneSweep"
 SIGNAL_REPORT = "sweep_report"  # to the sweep: an object's latest Swept
 SIGNAL_FORGET = "sweep_forget"  # to the sweep: the object is absent or its workflow ends
 SIGNAL_RESYNC = "resync"  # to an object workflow: its object drifted, take a full step
+SIGNAL_HOLD = "hold"  # to an object workflow: a claimant is paused (Hold), or resumed (its next claim)
 QUERY_SWEPT = "swept"  # the sweep's SweepState (the scan activity reads the reports so, not via history)
 DEFAULT_PERIOD_SECONDS = 600.0
 # The workflow.patched ID of this behaviour, in the object workflows and in the Keystone resources' (whose
@@ -61,6 +62,14 @@ class Swept(_Frozen):
     probe: Probe | None = None  # a user whose password osprov manages: log in with the Secret's value
     policy: Policy = Field(default_factory=Policy)  # the operator's policy the step ran under
     period_seconds: float = DEFAULT_PERIOD_SECONDS  # the shortest resync period its claimants ask for
+
+
+class Hold(_Frozen):
+    """A claimant paused by the operator's annotation: while the object's applied declaration is a held
+    one, the sweep does not wake the object (no drift repair for a paused resource). Its next claim
+    (the full pass after the pause) lifts the hold."""
+
+    claimant: str  # the claimant's workflow ID
 
 
 class Forget(_Frozen):

@@ -146,6 +146,9 @@ class Entity(Generic[SpecT, KindT]):
         durable timer, so a slow delete is one short pass per check and continue-as-new bounds the run."""
         return None
 
+    async def on_hold(self) -> None:
+        """The resource is paused: tell whoever acts for it on its own (no cloud call)."""
+
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
 
@@ -303,6 +306,7 @@ class Entity(Generic[SpecT, KindT]):
             return "ignored: belongs to another deployment"
         self.ops.observe(spec)
         if self.ops.paused(change) and not change.gone:
+            await self.on_hold()
             await self.ops.hold(change)  # no call at all; the annotation's removal resumes
             return None
         resumed = self.ops.resumed()

@@ -14,6 +14,7 @@ from typing import Any
 from osprov.api import identity_io, inventory_io
 from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
+from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey
 from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
 from tests.workflows.fakes_identity import ROLES
@@ -93,6 +94,22 @@ async def keystone_sweep(h: Harness, _: str) -> str:
     return sw.workflow_id(h.keystone, h.queue)
 
 
+async def paused_project(h: Harness, _: str) -> str:
+    """A converged Project paused (its object is told to leave the sweep), resumed, then deleted."""
+    _seed(h)
+    spec = SPECS["Project"] | {"deletionPolicy": "delete"}
+    wf = await h.apply("Project", spec, name="held", uid="replay-hold", finalizers=[FINALIZER])
+    await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "ready")
+    await eventually(lambda: _n(h, 1), "reported to the sweep")
+    await h.signal(wf, 1, spec, finalizers=[FINALIZER], annotations={PAUSED: "true"})
+    await eventually(lambda: _n(h, 0), "left the sweep while paused")
+    await h.signal(wf, 1, spec, finalizers=[FINALIZER])
+    await eventually(lambda: _n(h, 1), "back in the sweep")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=[FINALIZER])
+    await wf.result()
+    return wf.id
+
+
 async def identity(h: Harness, kind: str) -> str:
     """An Identity: claims, credential #1, a resync (the Secret read), a use by a Volume's workflow ID that
     no longer exists (dropped by the deletion guard), delete (revoke, release with delete)."""
@@ -116,6 +133,7 @@ async def identity(h: Harness, kind: str) -> str:
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
 SCENARIOS["KeystoneObject"] = keystone_object
 SCENARIOS["KeystoneSweep"] = keystone_sweep
+SCENARIOS["Project-paused"] = paused_project  # a stem of its own: Project.json stays the lifecycle
 SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario

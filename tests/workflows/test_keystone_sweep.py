@@ -14,6 +14,7 @@ import pytest
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api import sweep as sw
+from osprov.api.operations import PAUSED
 from tests.workflows.harness import CONFIG, Harness, eventually
 from tests.workflows.test_ownership import ready
 
@@ -104,3 +105,21 @@ async def test_sweep_forgets_an_object_whose_last_claimant_is_gone(h: Harness, k
 
 async def _n(h: Harness, n: int) -> bool:
     return await h.swept() == n
+
+
+async def test_sweep_a_paused_resource_s_object_is_not_repaired_until_it_resumes(h: Harness) -> None:
+    """An operator pauses a resource to work on its object by hand: the sweep does not undo that."""
+    spec = {"name": "held", "domain": "Default", "description": "mine"}
+    wf = await converged(h, "Project", spec)
+    await eventually(lambda: _n(h, 1), "reported")
+    await h.signal(wf, 1, spec, annotations={PAUSED: "true"})
+    await eventually(lambda: _n(h, 0), "the held object left the sweep")
+    p = next(p for p in h.cloud.of("project") if p.fields["name"] == "held")
+    finds = h.cloud.count(io.FIND.name)
+    h.cloud.objects["project"][p.id] = p.model_copy(update={"fields": p.fields | {"description": "by hand"}})
+    await h.env.sleep(PERIOD * 2 + 1)
+    assert h.cloud.objects["project"][p.id].fields["description"] == "by hand"
+    assert h.cloud.count(io.FIND.name) == finds  # not even a read while paused
+    await h.signal(wf, 1, spec)  # the annotation removed: a full pass claims again
+    await eventually(lambda: h.cloud.objects["project"][p.id].fields["description"] == "mine", "repaired")
+    await eventually(lambda: _n(h, 1), "back in the sweep")

@@ -11,10 +11,12 @@ osprov created, released by its last claimant with deletionPolicy delete, is del
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any, ClassVar
 
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import ownership as own
@@ -90,6 +92,22 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         before the sweep (and the legacy passes) keep their periodic claims."""
         return not (self.claim_state.upgraded and workflow.patched(sweep.PATCH))
 
+    async def on_hold(self) -> None:
+        """Paused: its objects stop being woken by the sweep for it (no drift repair while an operator
+        works by hand). A signal to each running object's workflow, no cloud call; the full pass after
+        the pause claims again, which lifts the hold."""
+        k = self.claim_state
+        if k.held or not k.claimed or not k.upgraded or not workflow.patched(sweep.PATCH):
+            return
+        k.held = True
+        hold = sweep.Hold(claimant=workflow.info().workflow_id)
+        for key in k.claimed.values():
+            handle = workflow.get_external_workflow_handle(
+                key.workflow_id(self.st.config.keystone_name, workflow.info().task_queue)
+            )
+            with contextlib.suppress(FailureError):  # not running: nothing wakes it anyway
+                await handle.signal(sweep.SIGNAL_HOLD, hold)
+
     # ----- answers arrive as signals -----------------------------------------------------------
     @workflow.signal(name=own.SIGNAL_OBJECT_RESULT)
     def object_result(self, result: ObjectResult) -> None:
@@ -126,6 +144,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
 
     async def _claim(self, spec: CommonSpec, wanted: Claims, full: bool) -> None:
         k = self.claim_state
+        k.held = False  # a claim lifts a hold (the object's claim handler does the same)
         k.seq += 1
         seq, claimant = k.seq, self.claimant()
         for path, (key, _) in wanted.items():

@@ -56,6 +56,7 @@ class KeystoneObjectWorkflow:
         self._new_watchers: list[str] = []  # answered at the next step (present or not)
         self._watching: set[str] = set()  # parents asked (this run) to tell us about themselves
         self._parent_answers: dict[str, ParentReady] = {}  # path -> a parent's latest answer
+        self._regroup = False  # a hold arrived: only the sweep report changes
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
     def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
@@ -74,6 +75,8 @@ class KeystoneObjectWorkflow:
         else:
             s.claims[at] = claim  # a claimant keeps its place (first declared, first applied)
         s.heartbeat_seconds = claim.heartbeat_seconds
+        if claim.claimant.workflow_id in s.held:  # a claim is the resumed resource's full pass
+            s.held.remove(claim.claimant.workflow_id)
         self._full = self._full or claim.full
         self._dirty = True
 
@@ -101,9 +104,21 @@ class KeystoneObjectWorkflow:
     @workflow.signal(name=sw.SIGNAL_RESYNC)
     def resync(self, reason: str) -> None:
         """The sweep saw this object differ from what it last reported: a full step (re-read, probe,
-        policy), answering the claimants only if their answer changes."""
-        self._full = True
-        self._dirty = True
+        policy), answering the claimants only if their answer changes. Not while the applied declaration's
+        resource is paused (it left the sweep; a wake-up already in flight is dropped)."""
+        if not self._held():
+            self._full = True
+            self._dirty = True
+
+    @workflow.signal(name=sw.SIGNAL_HOLD)
+    def hold(self, hold: sw.Hold) -> None:
+        if self.s is not None and hold.claimant not in self.s.held:
+            self.s.held.append(hold.claimant)
+            self._regroup = True  # leave the sweep (no step: no Keystone call)
+
+    def _held(self) -> bool:
+        primary = binding.writer(self.s.claims) if self.s is not None else None
+        return primary is not None and self.s is not None and primary.claimant.workflow_id in self.s.held
 
     @workflow.signal(name=own.SIGNAL_PARENT_READY)
     def parent_ready(self, ready: ParentReady) -> None:
@@ -146,11 +161,15 @@ class KeystoneObjectWorkflow:
             with contextlib.suppress(TimeoutError):
                 timeout = self._recheck_after()
                 await workflow.wait_condition(
-                    lambda: self._dirty,
+                    lambda: self._dirty or self._regroup,
                     timeout=timedelta(seconds=timeout) if timeout else None,
                     timeout_summary=f"re-check whether {s.key} exists (dependents are waiting for it)",
                 )
-            self._dirty = False
+            if self._regroup and not self._dirty:  # held: leave the sweep, call nothing else
+                self._regroup = False
+                await self._report(None)
+                continue
+            self._dirty = self._regroup = False
             s.passes += 1
             await self._step()
             if self._finished():
@@ -229,7 +248,7 @@ class KeystoneObjectWorkflow:
         """Tell the sweep what this step saw (only when that changed); forget when absent or unclaimed.
         `converger`: the step that observed the object (None: no observation, only forgetting applies)."""
         s = self.st
-        claimed = s.present and bool(s.claims)
+        claimed = s.present and bool(s.claims) and not self._held()
         if claimed and converger is None:
             return  # nothing observed this step: the last report stands
         swept = self._swept(converger) if claimed and converger is not None else None
