@@ -10,7 +10,9 @@ for deletionPolicy=delete, `finalize`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
@@ -54,6 +56,7 @@ DELETING = note("Deleting", "deleting the OpenStack object (deletionPolicy delet
 DELETED = note("Deleted", "the OpenStack object is gone; removing the finalizer", action="Delete")
 
 SpecT = TypeVar("SpecT", bound=CommonSpec)
+T = TypeVar("T")
 KindT = TypeVar("KindT", bound=BaseModel)
 
 
@@ -160,6 +163,19 @@ class Entity(Generic[SpecT, KindT]):
     def event(self, note: EventNote) -> None:
         """Report what this pass did (Created, Updated, …): recorded as an Event with the status."""
         self.ops.notes.append(note)
+
+    async def until_news(self, wait: Awaitable[T]) -> T | None:
+        """Run a long wait on the cloud (an activity) unless news arrives first — a changed spec, a
+        deletion, an annotation, an answer: then the wait is cancelled, None is returned, and the loop
+        runs the next pass at once. A wait never holds a resource deaf to its own changes."""
+        task = asyncio.ensure_future(wait)
+        await workflow.wait_condition(lambda: task.done() or self._wake)
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, *ACTIVITY_FAILED):
+            await task
+        return None
 
     def kick(self) -> None:
         """Ask the loop for a pass now (a message brought news the status should show)."""

@@ -143,13 +143,17 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             return False
         if first and self.st.desired is not None:
             await self._publish(self.st.desired, [ConditionState.of(AVAILABLE, False, *showing)])
-        found = await call(
-            io.AWAIT_LOAD_BALANCER,
-            io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
-            summary=f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} "
-            f"{'to be gone' if gone else 'to be ACTIVE'} (a read every 0.2 s)",
-            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        found = await self.until_news(
+            call(
+                io.AWAIT_LOAD_BALANCER,
+                io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
+                summary=f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} "
+                f"{'to be gone' if gone else 'to be ACTIVE'} (a read every 0.2 s)",
+                timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+            )
         )
+        if found is None:
+            return False  # news cut the wait short: the next pass runs at once
         return not found if gone else bool(found) and found[0].provisioning_status in ("ACTIVE", "ERROR")
 
     async def observe_import(self, spec: LoadBalancerSpec) -> Outcome:

@@ -462,15 +462,18 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             return waiting
         if self.st.desired is not None:
             await self._publish(self.st.desired, waiting.conditions)
-        found = await call(
-            io.AWAIT_SERVER,
-            io.AwaitServer(
-                server=io.ServerId(project=project, server_id=server_id), within_seconds=AWAIT_WITHIN_SECONDS
-            ),
-            summary=f"wait for Nova: server {server_id} to finish its build or rebuild (a read every 0.5 s)",
-            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        found = await self.until_news(
+            call(
+                io.AWAIT_SERVER,
+                io.AwaitServer(
+                    server=io.ServerId(project=project, server_id=server_id),
+                    within_seconds=AWAIT_WITHIN_SECONDS,
+                ),
+                summary=f"wait for Nova: server {server_id} to finish its build or rebuild (a read every 0.5 s)",
+                timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+            )
         )
-        if not io.settled(found):
+        if found is None or not io.settled(found):  # news cut it short, or Nova is still busy
             return waiting
         self.k.waits = 0
         return waiting.model_copy(update={"requeue_after": NEXT_PASS_SECONDS})

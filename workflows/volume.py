@@ -160,17 +160,22 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
 
     async def _await(
         self, target: Target, volume_id: str, *, gone: bool, showing: ConditionState
-    ) -> io.VolumeLookup:
+    ) -> io.VolumeLookup | None:
         """The wait of S3/D3/D6 in one activity (reads by ID every 0.5 s, at most AWAIT_WITHIN_SECONDS),
-        after publishing what it waits for (`showing`: the status says so while Cinder works)."""
+        after publishing what it waits for (`showing`: the status says so while Cinder works). None: news
+        (e.g. a deletion) cut it short; the next pass runs at once."""
         if self.st.desired is not None:
             await self._publish(self.st.desired, [showing])
         what = "to be gone" if gone else "to settle"
-        return await call(
-            io.AWAIT_VOLUME,
-            io.AwaitVolume(scope=target.scope, id=volume_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
-            summary=f"wait for Cinder: volume {target.name} {what} (a read every 0.5 s)",
-            timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+        return await self.until_news(
+            call(
+                io.AWAIT_VOLUME,
+                io.AwaitVolume(
+                    scope=target.scope, id=volume_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS
+                ),
+                summary=f"wait for Cinder: volume {target.name} {what} (a read every 0.5 s)",
+                timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
+            )
         )
 
     def _waited_volume(self) -> str | None:
@@ -207,7 +212,7 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
         if isinstance(d.action, Wait) and d.observed is not None and workflow.patched(PATCH_AWAIT):  # S3
             waiting = _available(False, AvailableReason.PROVISIONING, d.action.message)
             settled = await self._await(target, d.observed.id, gone=False, showing=waiting)
-            if settled.volumes:
+            if settled is not None and settled.volumes:
                 d = observe(settled.volumes[0])  # S1, S2, or still S3 after a minute: the timer below
         if d.observed is not None:
             self.k.volume_id, self.k.size = d.observed.id, d.observed.size
@@ -243,7 +248,9 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
         if d.rule in ("D3", "D6") and waiting_on is not None and workflow.patched(PATCH_AWAIT):
             waiting = _available(False, AvailableReason.DEPROVISIONING, DELETE_WAIT)
             gone = await self._await(target, waiting_on, gone=True, showing=waiting)
-            if not gone.project_found or not gone.volumes:  # D2: this read confirms absence
+            if gone is not None and (
+                not gone.project_found or not gone.volumes
+            ):  # D2: this read confirms absence
                 return None
         polls = 0 if d.rule == "D3" else self.k.polls  # the delete was just sent: re-read soon
         self.k.polls = polls + 1

@@ -32,6 +32,7 @@ from tests.workflows.fakes_identity import FakeIdentities
 class FakeCloud:
     objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    finds: list[io.Find] = field(default_factory=list)  # every keystone.find request, in order
     statuses: list[dict[str, Any]] = field(default_factory=list)
     status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
     finalizers: list[str] = field(default_factory=list)
@@ -79,6 +80,7 @@ class FakeCloud:
         @activity.defn(name=io.FIND.name)
         async def find(req: io.Find) -> list[io.KeystoneObject]:
             cloud.calls.append(io.FIND.name)
+            cloud.finds.append(req)
             cloud._maybe_fail(io.FIND.name)
             want = req.effective_filters()
             return [

@@ -7,6 +7,7 @@ Projects exist only when added (`projects`), as Keystone would tell the real act
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
 from collections.abc import AsyncIterator
@@ -56,6 +57,8 @@ class FakeCinder:
     create_script: list[str] = field(default_factory=lambda: ["creating", "available"])
     delete_script: list[str] = field(default_factory=lambda: ["deleting"])  # reads before the volume is gone
     created_types: list[str | None] = field(default_factory=list)  # volume_type of every create
+    # This many of the next waits last a minute of real time (Cinder slower than a test), unless cancelled.
+    slow_waits: int = 0
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add_project(self, project: str = "p", domain: str = "Default") -> io.ProjectScope:
@@ -120,6 +123,11 @@ class FakeCinder:
         async def await_volume(req: io.AwaitVolume) -> io.VolumeLookup:
             """The real activity's loop without its clock: as many reads as fit in `within_seconds`."""
             cinder._enter(io.AWAIT_VOLUME.name)
+            if cinder.slow_waits > 0:
+                cinder.slow_waits -= 1
+                await asyncio.sleep(
+                    60
+                )  # the length of a slow wait, not synchronisation (cancelled at shutdown)
             for _ in range(max(1, int(req.within_seconds / req.interval_seconds))):
                 if not cinder._exists(req.scope):
                     return io.VolumeLookup(project_found=False)

@@ -59,11 +59,12 @@ async def test_sweep_drift_wakes_only_the_drifted_object_which_repairs_it(h: Har
     await converged(h, "Project", {"name": "a", "domain": "Default", "description": "mine"})
     await converged(h, "Project", {"name": "b", "domain": "Default", "description": "mine"})
     a = next(p for p in h.cloud.of("project") if p.fields["name"] == "a")
-    finds = h.cloud.count(io.FIND.name)
+    finds = len(h.cloud.finds)
     h.cloud.objects["project"][a.id] = a.model_copy(update={"fields": a.fields | {"description": "hand"}})
     await scans_after(h, 1)
     await eventually(lambda: h.cloud.objects["project"][a.id].fields["description"] == "mine", "repaired")
-    assert h.cloud.count(io.FIND.name) == finds + 1  # one read by ID, of the drifted project only
+    read = [f for f in h.cloud.finds[finds:] if f.kind == "project"]
+    assert read == [io.Find(kind="project", filters={"id": a.id})]  # the drifted project only, by ID
     await scans_after(h, 1)
     assert h.cloud.count(io.UPDATE.name) == 1  # the repaired object reported what it wrote: no new drift
 

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from osprov.api import cinder_io as io
 from osprov.api import errors as api_errors
+from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, ResourceChange
 from osprov.workflows.volume import POLL_MAX_SECONDS, poll_delay
 from osprov.workflows.volume_decisions import DELETE_WAIT
 from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
@@ -204,6 +205,25 @@ async def test_D6_stuck_delete_keeps_every_run_short_and_ends_when_cinder_does(h
     assert h.condition()["reason"] == "Deprovisioning" and h.condition()["message"] == DELETE_WAIT
     [vol] = h.cinder.named(NAME)
     vol.script.clear()  # Cinder finishes: the next read no longer finds it
+    assert await wf.result() == "deleted"
+
+
+async def test_S3_a_deletion_during_a_long_wait_cuts_the_wait_short(h: CinderHarness) -> None:
+    """A wait on Cinder is one activity, but never a deaf one: news (here the deletion) cancels it and the
+    next pass runs at once, instead of after the minute the wait may last."""
+    h.cinder.add_project()
+    h.cinder.create_script = ["creating"]  # Cinder stays busy …
+    h.cinder.slow_waits = 1  # … and the first wait for it lasts a minute
+    wf = await h.apply("Volume", spec(), uid=UID, name="data", finalizers=[FINALIZER])
+    await h.until(lambda: h.cinder.count(io.AWAIT_VOLUME.name) == 1, "waiting on Cinder")
+    [vol] = h.cinder.named(NAME)
+    vol.status, vol.script = "available", []
+    # Signalled directly: the harness's signal waits for a settled run, and this one is mid-activity
+    # (no timer is pending, so the test server's timer race that guard avoids cannot happen).
+    ref = (await h.state(wf)).ref
+    change = ResourceChange(ref=ref, generation=1, spec=spec(), deleting=True, finalizers=[FINALIZER])
+    await wf.signal(SIGNAL_RESOURCE_CHANGED, change)
+    await h.until(lambda: h.cinder.count(io.DELETE_VOLUME.name) == 1, "the delete sent", real_s=20)
     assert await wf.result() == "deleted"
 
 
