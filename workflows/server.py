@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_server
     from osprov.workflows.rebuild import (
         Action,
+        Decision,
         Observation,
         monitor,
         reconcile_pass,
@@ -66,6 +67,8 @@ PATCH_OBSERVE = "server-observe"
 # A build or an accepted rebuild is waited out in one heartbeating activity (a read every 0.5 s, up to a
 # minute); once Nova is done the next pass follows at once. Runs from before wait on growing timers.
 PATCH_AWAIT = "server-await-in-activity"
+# Arm and submit in one pass; runs from before end the arming pass and submit after a 1 s timer.
+PATCH_SUBMIT_AFTER_ARM = "server-submit-after-arm"
 AWAIT_WITHIN_SECONDS = 60.0
 NEXT_PASS_SECONDS = 0.05  # after a settled wait: a durable timer only to end the workflow task
 
@@ -402,6 +405,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         if act is Action.PARK:
             self.k.parked = True
             return Outcome(conditions=[available(False, AvailableReason.ERRORED, PARK_MESSAGE), health])
+        if act is Action.ARM and workflow.patched(PATCH_SUBMIT_AFTER_ARM):
+            then = reconcile_pass(self.k.rebuild, obs, spec.image_id)
+            if then.action is Action.SUBMIT:
+                return await self.submit_armed(project, spec.image_id, health, decision.step, then)
         if act in (Action.ARM, Action.FAIL):
             # Durable commit point: this pass ends, its workflow task completes with the marker in
             # state, and only a later pass (after a durable timer) may submit.
@@ -420,6 +427,21 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         self.k.attached = res.attached
         self.k.volumes = res.statuses
         return res.problems
+
+    async def submit_armed(
+        self, project: io.Project, image_id: str, health: ConditionState, armed: str, then: Decision
+    ) -> Outcome:
+        """P7b then P7e in one pass (rebuild.md, "Where the marker lives"): the submit activity starts only
+        after the workflow task that schedules it — the one that armed — has completed, so the marker is
+        in history before Nova is asked; the submit is decided by the rules from the armed marker and this
+        pass's fresh read, as a later pass would. The armed marker is mirrored (Initiated) first."""
+        if self.st.desired is not None:
+            await self._publish(
+                self.st.desired, [available(False, AvailableReason.PROVISIONING, armed), health]
+            )
+        self.set_step(then.step)
+        self.k.rebuild = then.marker
+        return await self.submit(project, image_id, health)
 
     async def submit(self, project: io.Project, image_id: str, health: ConditionState) -> Outcome:
         """P7e: the destructive call, sent once; every outcome but 2xx is decided by the next fresh read."""

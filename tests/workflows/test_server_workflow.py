@@ -107,7 +107,8 @@ async def test_P7b_P7e_P6b_P6a_rebuild_arms_then_submits_once_and_settles(h: Ser
     server = h.nova.only()
     await h.signal(wf, 2, spec(NEW))
     await h.until(lambda: h.nova.submits == [NEW], "rebuild submitted")
-    # The arm came first, in an earlier pass: the status mirror showed Initiated before any submit.
+    # The arm came first: the status mirror showed Initiated before the submit (made in the same pass,
+    # after the arming workflow task completed: rebuild.md, "Where the marker lives").
     mirrored = [s["rebuild"]["state"] for s in h.cloud.statuses if s.get("rebuild")]
     assert mirrored[0] == "Initiated"
     await h.until(lambda: (h.status().get("rebuild") or {}).get("state") == "Rebuilding", "accepted")
