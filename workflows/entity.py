@@ -166,16 +166,25 @@ class Entity(Generic[SpecT, KindT]):
 
     async def until_news(self, wait: Awaitable[T]) -> T | None:
         """Run a long wait on the cloud (an activity) unless news arrives first — a changed spec, a
-        deletion, an annotation, an answer: then the wait is cancelled, None is returned, and the loop
-        runs the next pass at once. A wait never holds a resource deaf to its own changes."""
+        deletion, an annotation, a Secret, an answer (`_news_mark`): then the wait is cancelled, None is
+        returned, and the loop runs the next pass at once. A wait never holds a resource deaf to its own
+        changes."""
         task = asyncio.ensure_future(wait)
-        await workflow.wait_condition(lambda: task.done() or self._wake)
+        before = self._news_mark()
+        await workflow.wait_condition(lambda: task.done() or self._news_mark() != before)
         if task.done():
             return task.result()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, *ACTIVITY_FAILED):
             await task
         return None
+
+    def _news_mark(self) -> tuple[Any, ...]:
+        """What counts as news for a wait: the generation, deletion, the annotations, the Secrets' versions
+        and a kick — not the echo of our own finalizer write, which changes only the finalizers."""
+        d = self.st.desired
+        change = (d.generation, d.deleting, d.gone, sorted(d.annotations.items())) if d else None
+        return change, sorted(self.st.secret_versions.items()), self._kick
 
     def kick(self) -> None:
         """Ask the loop for a pass now (a message brought news the status should show)."""
