@@ -33,6 +33,7 @@ class FakeCloud:
     objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     finds: list[io.Find] = field(default_factory=list)  # every keystone.find request, in order
+    drifted: list[str] = field(default_factory=list)  # object paths the sweep's scans found drifted
     statuses: list[dict[str, Any]] = field(default_factory=list)
     status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
     finalizers: list[str] = field(default_factory=list)
@@ -228,6 +229,7 @@ class FakeCloud:
                     reason = "password changed"
                 if reason is not None:
                     drifted.append(sw.Drift(path=x.key.path, reason=reason))
+                    cloud.drifted.append(x.key.path)
             return sw.ScanResult(checked=len(state.swept), drifted=drifted)
 
         @activity.defn(name=inventory_io.OFFERED_IMAGE.name)
