@@ -109,13 +109,8 @@ def _grants(conn: Any) -> set[Grant]:
 
 def _policies(swept: list[Swept]) -> dict[str, str]:
     """Objects whose operator policy changed since their step (the allow- or deny-list was edited)."""
-    policy = functools.partial(ownership.policy_for, controller=_controller())
+    policy = functools.partial(ownership.policy_for, controller=ownership.controller_paths())
     return {x.key.path: "the operator's policy changed" for x in swept if policy(x.key) != x.policy}
-
-
-def _controller() -> dict[str, str]:
-    settings = cloud.CloudSettings.from_env()
-    return ownership._controller_paths(settings.cloud, settings.config_file)
 
 
 def _passwords(swept: list[Swept]) -> list[str]:

@@ -158,10 +158,15 @@ def policy_for(key: ObjectKey, controller: dict[str, str]) -> Policy:
     return Policy(allowed=allowed, reason="the operator's allow-list names it" if allowed else "")
 
 
+def controller_paths() -> dict[str, str]:
+    """The controller's own objects (protected), for the credentials the worker runs with (cached)."""
+    settings = cloud.CloudSettings.from_env()
+    return _controller_paths(settings.cloud, settings.config_file)
+
+
 @implements(own.POLICY)
 def policy(request: ObjectKey) -> Policy:
-    settings = cloud.CloudSettings.from_env()
-    return policy_for(request, _controller_paths(settings.cloud, settings.config_file))
+    return policy_for(request, controller_paths())
 
 
 ACTIVITIES = [claim, watch, release, unwatch, policy]
