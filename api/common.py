@@ -92,6 +92,11 @@ class ManagementPolicy(StrEnum):
     UNMANAGED = "unmanaged"
 
 
+class ApprovalPolicy(StrEnum):
+    AUTOMATIC = "automatic"
+    MANUAL = "manual"
+
+
 # --- conditions (metav1.Condition) ----------------------------------------------------------------------
 
 
@@ -234,6 +239,14 @@ class CommonSpec(CamelModel):
         description="managed (default): osprov creates the object when it is missing and converges what the "
         "ownership rules let it write (docs/security.md). unmanaged: osprov only observes an object that "
         "already exists — the status mirrors it; it is never created, written or deleted.",
+    )
+    approval_policy: ApprovalPolicy = Field(
+        default=ApprovalPolicy.AUTOMATIC,
+        description="automatic (default): destructive steps run when the spec asks for them. manual: each "
+        "destructive step (a rebuild, a resize, a deletion with deletionPolicy delete) waits until that exact "
+        "change is approved: the ready condition says AwaitingApproval and names the annotation value "
+        "(osprov.osh.openstack.org/approve=ACTION:GENERATION) or `osprov approve` that approves it. An "
+        "operator can require approval for whole namespaces (OSPROV_APPROVAL_NAMESPACES) whatever this says.",
     )
     resync_period: str | None = Field(
         default=None,

@@ -62,6 +62,9 @@ class ResourceChange(BaseModel):
     deleting: bool = False  # metadata.deletionTimestamp is set
     gone: bool = False  # the object no longer exists in the API
     annotations: dict[str, str] = Field(default_factory=dict)  # osprov's own only (api/operations.py)
+    # The operator requires approval of destructive steps in this namespace (OSPROV_APPROVAL_NAMESPACES):
+    # set by the bridge, never by the resource, so a resource author cannot lift it.
+    gated: bool = False
 
     def supersedes(self, other: ResourceChange | None) -> bool:
         """Later-or-equal generation wins; deletion is sticky (signals may arrive out of order)."""
@@ -79,6 +82,7 @@ class ResourceChange(BaseModel):
             self.deleting != other.deleting
             or self.finalizers != other.finalizers
             or self.annotations != other.annotations
+            or self.gated != other.gated
         )
 
 

@@ -19,10 +19,20 @@ PAUSED = ANNOTATION_PREFIX + "paused"
 # Any value that differs from the last one handled asks for one full pass now (e.g. `date +%s`), like
 # Flux's reconcile.fluxcd.io/requestedAt.
 RECONCILE_REQUESTED = ANNOTATION_PREFIX + "reconcile-requested-at"
-ANNOTATIONS = (PAUSED, RECONCILE_REQUESTED)
+# Approves one change an approval gate holds (workflows/approval.py): the value names the action and the
+# generation it belongs to, exactly as the status asks for it (e.g. `rebuild:5`, `delete:7`). A value for
+# another action or an older generation approves nothing.
+APPROVE = ANNOTATION_PREFIX + "approve"
+# Any new value: record the plan of the current spec as an Event (api/plan.py; kept here with the others).
+PLAN = ANNOTATION_PREFIX + "plan"
+ANNOTATIONS = (PAUSED, RECONCILE_REQUESTED, APPROVE, PLAN)
 
 # The reason of the ready condition while a resource is paused (its status stays what it was).
 PAUSED_REASON = "Paused"
+# The reason of the ready condition while a destructive step waits for its approval.
+AWAITING_APPROVAL_REASON = "AwaitingApproval"
+# `osprov approve`: the Temporal Update that approves the change a gate holds (argument: its token).
+UPDATE_APPROVE = "approve"
 
 
 def ours(annotations: dict[str, str] | None) -> dict[str, str]:
@@ -79,6 +89,23 @@ class RecorderState(BaseModel):
     dropped: int = 0  # events the rate limit dropped
 
 
+class PendingApproval(BaseModel):
+    """A destructive step an approval gate holds: which action, for which generation, in words."""
+
+    action: str  # rebuild, resize, delete
+    generation: int
+    what: str  # user-safe, e.g. "rebuild server … to image …"
+
+    @property
+    def token(self) -> str:
+        """What approves exactly this change (the annotation's value, the Update's argument)."""
+        return approval_token(self.action, self.generation)
+
+
+def approval_token(action: str, generation: int) -> str:
+    return f"{action}:{generation}"
+
+
 class OpsState(BaseModel):
     """The loop's bookkeeping for pause, reconcile-now, the per-object resync period and Events."""
 
@@ -86,5 +113,8 @@ class OpsState(BaseModel):
     paused_generation: int | None = None  # the generation the Paused condition names as not applied
     reconcile_handled: str | None = None  # the reconcile-requested-at value last acted on
     resync_seconds: float | None = None  # spec.resyncPeriod of the last parsed spec (None: the default)
+    pending_approval: PendingApproval | None = None  # what an approval gate holds now
+    approved: str | None = None  # the token `osprov approve` approved (the annotation needs no record)
+    plan_handled: str | None = None  # the plan annotation's value last acted on
     events: bool = False  # this run records Events (runs begun before them switch at a live pass)
     recorder: RecorderState = Field(default_factory=RecorderState)

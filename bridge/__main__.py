@@ -77,6 +77,7 @@ async def run(settings: Settings) -> None:
             health=health,
             meter=metrics.meter_of(temporal),
             watch_timeout_s=int(min(300, settings.progress_window_seconds / 2)),
+            approval_namespaces=tuple(settings.approval_namespaces),
         )
 
     try:

@@ -41,11 +41,15 @@ class Known:
 @dataclass
 class Router:
     keystone_name: str = "keystone"
+    approval_namespaces: tuple[str, ...] = ()  # the operator's approval gates (OSPROV_APPROVAL_NAMESPACES)
     known: dict[str, Known] = field(default_factory=dict)  # uid -> what was last signalled
     secret_versions: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def _ours(self, obj: Obj) -> bool:
         return serves(raw_keystone_ref_name(obj.get("spec") or {}), self.keystone_name)
+
+    def _gated(self, namespace: str) -> bool:
+        return "*" in self.approval_namespaces or namespace in self.approval_namespaces
 
     def on_object(self, kind: str, obj: Obj, deleted: bool = False) -> ResourceChange | None:
         info = registry.kind_info(kind)
@@ -68,6 +72,7 @@ class Router:
                 deleting=True,
                 gone=True,
                 annotations=annotations,
+                gated=self._gated(ns),
             )
         seen = Seen(
             int(meta.get("generation") or 0),
@@ -87,6 +92,7 @@ class Router:
             finalizers=finalizers,
             deleting=seen.deleting,
             annotations=annotations,
+            gated=self._gated(ns),
         )
 
     def on_snapshot(self, kind: str, namespace: str, items: list[Obj]) -> list[ResourceChange]:
@@ -97,7 +103,13 @@ class Router:
             if k.ref.kind == kind and k.ref.namespace == namespace and uid not in present:
                 del self.known[uid]
                 changes.append(
-                    ResourceChange(ref=k.ref, generation=k.seen.generation, deleting=True, gone=True)
+                    ResourceChange(
+                        ref=k.ref,
+                        generation=k.seen.generation,
+                        deleting=True,
+                        gone=True,
+                        gated=self._gated(namespace),
+                    )
                 )
         return changes
 

@@ -47,11 +47,12 @@ class Term:
         health: BridgeHealth,
         meter: MetricMeter,
         watch_timeout_s: int = 300,
+        approval_namespaces: tuple[str, ...] = (),
     ) -> None:
         self.kinds, self.namespaces, self.api = kinds, namespaces, api
         self.signaller, self.may_signal, self.health = signaller, may_signal, health
         self.watch_timeout_s = watch_timeout_s
-        self.router = Router(keystone_name=keystone_name)
+        self.router = Router(keystone_name=keystone_name, approval_namespaces=approval_namespaces)
         self.lanes: list[asyncio.Queue[tuple[str, Any]]] = [asyncio.Queue() for _ in range(LANES)]
         self.tasks: list[asyncio.Task[None]] = []
         self.watchers: list[Watcher] = []

@@ -1,6 +1,7 @@
 """The `osprov` console script: the top of the import graph.
 
-`osprov worker`, `osprov bridge`, `osprov status` and `osprov codec-server` are built in. Other distributions add
+`osprov worker`, `osprov bridge`, `osprov status`, `osprov approve`, `osprov plan` and `osprov codec-server`
+are built in. Other distributions add
 commands through the `osprov.commands` entry-point group (the dev environment adds `dev` and
 `demo`), so the product never imports them and a production install simply does not have them.
 """
@@ -39,6 +40,24 @@ def _status(argv: list[str]) -> int:
     os._exit(code)
 
 
+def _approve(argv: list[str]) -> int:
+    from osprov.approve import main
+
+    code = main(argv)
+    sys.stdout.flush()  # a one-shot Temporal client: see _status
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _plan(argv: list[str]) -> int:
+    from osprov.plan import main
+
+    code = main(argv)
+    sys.stdout.flush()  # a one-shot Temporal client: see _status
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _codec_server(argv: list[str]) -> int:
     from osprov.codec_server import main
 
@@ -49,6 +68,8 @@ BUILTIN: dict[str, Command] = {
     "worker": _worker,
     "bridge": _bridge,
     "status": _status,
+    "approve": _approve,
+    "plan": _plan,
     "codec-server": _codec_server,
 }
 

@@ -25,7 +25,7 @@ from urllib.parse import quote
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from osprov.api import registry
 from osprov.api import search_attributes as sa
@@ -78,8 +78,10 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-async def find(client: Client, info: registry.KindInfo, namespace: str, name: str) -> Report | None:
-    """The resource's workflow (a running one first, else the latest), its state and pending activities."""
+async def latest_workflow(
+    client: Client, info: registry.KindInfo, namespace: str, name: str
+) -> WorkflowExecution | None:
+    """The resource's workflow: a running one first, else the latest (found by its search attributes)."""
     query = " AND ".join(
         f"{key.name} = {_quote(value)}"
         for key, value in ((sa.KIND, info.kind), (sa.NAMESPACE, namespace), (sa.NAME, name))
@@ -88,7 +90,14 @@ async def find(client: Client, info: registry.KindInfo, namespace: str, name: st
     if not found:
         return None
     running = [wf for wf in found if wf.status == WorkflowExecutionStatus.RUNNING]
-    latest = max(running or found, key=lambda wf: wf.start_time)
+    return max(running or found, key=lambda wf: wf.start_time)
+
+
+async def find(client: Client, info: registry.KindInfo, namespace: str, name: str) -> Report | None:
+    """The resource's workflow (a running one first, else the latest), its state and pending activities."""
+    latest = await latest_workflow(client, info, namespace, name)
+    if latest is None:
+        return None
     report = Report(
         kind=info.kind,
         namespace=namespace,

@@ -36,6 +36,9 @@ class Settings:
         default_factory=lambda: _list("OSPROV_KINDS", "")
     )  # empty: every kind with a workflow
     keystone_name: str = field(default_factory=lambda: _env("OSPROV_KEYSTONE_NAME", "keystone"))
+    # Namespaces whose destructive steps always wait for an approval ("*": every namespace), whatever a
+    # resource's spec.approvalPolicy says (workflows/approval.py).
+    approval_namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_APPROVAL_NAMESPACES", ""))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
     # How workflow code runs (docs/benchmarks.md measures each): "passthrough" = Temporal's sandbox, with

@@ -39,10 +39,13 @@ with workflow.unsafe.imports_passed_through():
         SecretChanged,
     )
     from osprov.api.metrics import RECONCILES
-    from osprov.api.operations import EventNote
+    from osprov.api.operations import PLAN, UPDATE_APPROVE, EventNote
+    from osprov.api.plan import UPDATE_PLAN, Plan
+    from osprov.workflows.approval import Gate
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.event_recorder import note
     from osprov.workflows.operations import Ops
+    from osprov.workflows.plan import NOT_AVAILABLE, Planner, Recorder
     from osprov.workflows.status import api_conditions, merge_conditions, status_patch
 
 PATCH_LOCAL_KUBE_WRITES = "kube-writes-local"  # status/finalizer writes became local activities
@@ -82,6 +85,9 @@ class Outcome(BaseModel):
 
     conditions: list[ConditionState]
     requeue_after: float | None = None  # seconds: waiting on the cloud (durable timer)
+    # An approval gate holds a step (workflows/approval.py): the desired state is not applied yet, so the
+    # approval's arrival (an annotation, a kick) runs a full pass; no timer.
+    awaiting_approval: bool = False
 
 
 def failure_message(err: BaseException) -> str:
@@ -108,6 +114,8 @@ class Entity(Generic[SpecT, KindT]):
     # Every kind with the field observes now; the refusal stays for runs that started before a kind's
     # observe patch (volume-observe, server-observe, loadbalancer-observe), which replay it.
     OBSERVES: ClassVar[bool] = False
+    # The activities a plan walk may call (workflows/plan.py): the kind's reads, nothing else.
+    PLAN_READS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
         self.s: EntityState[KindT] | None = None
@@ -117,6 +125,8 @@ class Entity(Generic[SpecT, KindT]):
         self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
         self._run_passes = 0
         self.ops = Ops(self)  # pause, reconcile-now, resync period, Events (workflows/operations.py)
+        self.gate = Gate(self)  # approval of destructive steps (workflows/approval.py)
+        self.planner = Planner(self, self.PLAN_READS)  # osprov plan (workflows/plan.py)
 
     # ----- messages: sync handlers only record; the loop decides ---------------------------------
     @workflow.signal(name=SIGNAL_RESOURCE_CHANGED)
@@ -135,6 +145,29 @@ class Entity(Generic[SpecT, KindT]):
             versions[key] = change.resource_version
             self._wake = True
 
+    @workflow.update(name=UPDATE_APPROVE)
+    def approve(self, token: str) -> str:
+        """`osprov approve`: approve the pending change named by `token` (the validator refused others)."""
+        answer = self.gate.approve(token)
+        self.kick()
+        return answer
+
+    @approve.validator
+    def _approve_pending_only(self, token: str) -> None:
+        if self.s is None:
+            raise ApplicationError("the workflow has not started yet", non_retryable=True)
+        self.gate.validate(token)
+
+    @workflow.update(name=UPDATE_PLAN)
+    async def plan_update(self, spec: dict[str, Any] | None) -> Plan:
+        """`osprov plan`: the calls `spec` (None: the current one) would make now; nothing is written."""
+        return await self.planner.plan(spec)
+
+    @plan_update.validator
+    def _plan_started_only(self, spec: dict[str, Any] | None) -> None:
+        if self.s is None or self.s.desired is None:
+            raise ApplicationError("the workflow has not started yet", non_retryable=True)
+
     @workflow.query(name=QUERY_STATE)
     def state(self) -> EntityState[KindT] | None:
         return self.s
@@ -149,11 +182,21 @@ class Entity(Generic[SpecT, KindT]):
         durable timer, so a slow delete is one short pass per check and continue-as-new bounds the run."""
         return None
 
+    async def plan(self, spec: SpecT, rec: Recorder) -> str:
+        """Walk the kind's decisions for `spec` with `rec` (reads made, writes recorded); returns what
+        follows the recorded calls. Kinds without a walk say so."""
+        return NOT_AVAILABLE
+
     async def on_hold(self) -> None:
         """The resource is paused: tell whoever acts for it on its own (no cloud call)."""
 
     async def on_deleted(self, spec: SpecT) -> None:
         """The resource is gone (either deletion policy): let go of what it holds."""
+
+    def deletion_in_words(self) -> str:
+        """The deletion an approval gate holds, in words (user-safe)."""
+        r = self.st.ref
+        return f"deleting the OpenStack object of {self.KIND} {r.namespace}/{r.name} (deletionPolicy delete)"
 
     def observes(self) -> bool:
         """Whether this run serves managementPolicy unmanaged (OBSERVES; a kind that gained it later
@@ -330,6 +373,7 @@ class Entity(Generic[SpecT, KindT]):
             await self._drop_finalizer(change)
             return "ignored: belongs to another deployment"
         self.ops.observe(spec)
+        await self._plan_if_asked(change)
         if self.ops.paused(change) and not change.gone:
             await self.on_hold()
             await self.ops.hold(change)  # no call at all; the annotation's removal resumes
@@ -353,6 +397,15 @@ class Entity(Generic[SpecT, KindT]):
             return None  # the desired-state fingerprint says nothing would change
         await self._reconcile(change, spec, fp, full=changed or resync_due or forced)
         return None
+
+    async def _plan_if_asked(self, change: ResourceChange) -> None:
+        """The plan annotation has a new value: record the current spec's plan as an Event."""
+        value = change.annotations.get(PLAN)
+        if value is None or value == self.st.ops.plan_handled or change.deleting or change.gone:
+            return
+        self.st.ops.plan_handled = value
+        plan = await self.planner.plan(change.spec)
+        await self.ops.announce(note("Planned", plan.render()))
 
     async def _parse(self, change: ResourceChange) -> SpecT | None:
         """The spec as the kind's model; an invalid one is reported (or, when deleting, its finalizer dropped)."""
@@ -396,6 +449,8 @@ class Entity(Generic[SpecT, KindT]):
         self.st.failures = 0
         if outcome.requeue_after is not None:
             self.st.retry_at = workflow.now() + timedelta(seconds=outcome.requeue_after)
+        elif outcome.awaiting_approval:
+            self.st.retry_at = None  # the approval (or any change) wakes the loop
         else:
             self.st.applied_fingerprint = fp
             self.st.retry_at = None
@@ -450,6 +505,16 @@ class Entity(Generic[SpecT, KindT]):
 
     async def _delete(self, change: ResourceChange, spec: SpecT) -> str | None:
         if self.wants_finalizer(spec) and (self.finalizer in change.finalizers or change.gone):
+            if not self.gate.passes(spec, "delete", self.deletion_in_words()):
+                if change.gone:
+                    # Someone removed our finalizer by force before the deletion was approved: nothing
+                    # unapproved is deleted, so the cloud object stays (as with deletionPolicy retain).
+                    workflow.logger.warning("resource gone before its deletion was approved: object kept")
+                    return await self._deleted(change, spec)
+                # Held: the finalizer keeps the resource (and the cloud object) until approved.
+                self.st.retry_at = None
+                await self._publish(change, [self.gate.waiting()])
+                return None
             self.set_step("deleting the cloud object")
             await self.ops.announce(DELETING)
             try:
@@ -460,6 +525,9 @@ class Entity(Generic[SpecT, KindT]):
             if outcome is not None:
                 await self._requeue_delete(change, outcome)
                 return None
+        return await self._deleted(change, spec)
+
+    async def _deleted(self, change: ResourceChange, spec: SpecT) -> str:
         await self.on_deleted(spec)
         if self.finalizer in change.finalizers and not change.gone:  # the resource is still there to see it
             await self.ops.flush(DELETED)

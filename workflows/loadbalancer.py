@@ -12,7 +12,7 @@ never grows one run's history beyond the loop's continue-as-new bound.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         delete,
     )
     from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_load_balancer
+    from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
     from osprov.workflows.tenancy import CloudEntity, Where
 
 FIRST_WAIT_SECONDS = 0.5  # Octavia settles a step in 0.2-0.4 s on a quiet cloud
@@ -79,6 +80,29 @@ MUTATIONS: dict[type[Any], Activity[Any, Any]] = {
 }
 
 
+FLOATING_IP_CALLS: dict[type[Any], Activity[Any, Any]] = {
+    io.CreateFloatingIp: io.CREATE_FLOATING_IP,
+    io.DeleteFloatingIp: io.DELETE_FLOATING_IP,
+}
+# What a plan walk may call (workflows/plan.py): the reads of P1, R1, R2 (and the tenancy check).
+PLAN_READS = frozenset(
+    c.name
+    for c in (
+        io.FIND_LOAD_BALANCER,
+        io.LIST_LISTENERS,
+        io.LIST_POOLS,
+        io.LIST_MONITORS,
+        io.FIND_FLOATING_IPS,
+        io.LIST_MEMBERS,
+    )
+)
+Reader = Callable[[Activity[Any, Any], Any, str], Awaitable[Any]]
+
+
+def _call(contract: Activity[Any, Any], arg: Any, what: str) -> Awaitable[Any]:
+    return call(contract, arg, summary=what)
+
+
 def consistency(message: str) -> PassFailed:
     """No safe next action: reported as Errored; the next passes only read until the cloud changes."""
     return PassFailed(message, reason=AvailableReason.ERRORED.value, retry=True)
@@ -97,6 +121,7 @@ def backoff(waits: int) -> float:
 class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     KIND = "LoadBalancer"
     STATE = LoadBalancerState
+    PLAN_READS = PLAN_READS
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -267,47 +292,75 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     async def _read_or_float(self, obs: Observation, d: Decision) -> Observation:
         """Reads and floating-IP calls: they do not lock the load balancer, so the pass goes on."""
         a = d.action
-        if isinstance(a, io.FindLoadBalancer):
-            listed = await call(io.FIND_LOAD_BALANCER, a, summary=d.step)
-            found = tuple(listed)
-            if len(found) == 1:
+        read = await self._read(obs, d, _call)
+        if read is not None:
+            if isinstance(a, io.FindLoadBalancer) and read.found is not None and len(read.found) == 1:
                 self.k.realised = True
-                self.k.load_balancer_id, self.k.vip_address = found[0].id, found[0].vip_address
-            return replace(obs, found=found)
-        if isinstance(a, ReadTree):
-            return replace(obs, tree=await self._read_tree(a))
-        if isinstance(a, ReadMembers):
-            lists = await asyncio.gather(
-                *(
-                    call(
-                        io.LIST_MEMBERS,
-                        io.PoolRef(scope=a.scope, pool_id=p.id),
-                        summary=f"R2: list the members of pool {p.name}",
-                    )
-                    for p in a.pools
-                )
-            )
-            return replace(obs, members={p.id: tuple(m) for p, m in zip(a.pools, lists, strict=True)})
-        if isinstance(a, io.FindFloatingIps):
-            fips = await call(io.FIND_FLOATING_IPS, a, summary=d.step)
-            return replace(obs, tree=Tree(floating_ips=tuple(fips)))
+                self.k.load_balancer_id, self.k.vip_address = read.found[0].id, read.found[0].vip_address
+            return read
         if isinstance(a, io.DeleteFloatingIp):
             await call(io.DELETE_FLOATING_IP, a, summary=d.step)
             return obs.without_floating_ip(a.id)
         assert isinstance(a, io.CreateFloatingIp), a
         return obs.with_floating_ip(await call(io.CREATE_FLOATING_IP, a, summary=d.step))
 
-    async def _read_tree(self, a: ReadTree) -> Tree:
-        """R1: four independent reads in parallel (one round trip instead of four on a busy worker)."""
-        lb = a.children.prefix.removesuffix("-")
-        listeners, pools, monitors, fips = await asyncio.gather(
-            call(io.LIST_LISTENERS, a.children, summary=f"R1: list the listeners of {lb}"),
-            call(io.LIST_POOLS, a.children, summary=f"R1: list the pools of {lb}"),
-            call(io.LIST_MONITORS, a.children, summary=f"R1: list the health monitors of {lb}"),
-            call(
-                io.FIND_FLOATING_IPS,
-                a.floating_ips,
-                summary=f"R1: find the floating IPs on VIP port {a.floating_ips.port_id}",
-            ),
-        )
-        return Tree(tuple(listeners), tuple(pools), tuple(monitors), tuple(fips))
+    @staticmethod
+    async def _read(obs: Observation, d: Decision, read: Reader) -> Observation | None:
+        """The reads of a decision, folded into `obs` (None: `d` is not a read). The pass and the plan
+        walk share them; `read` makes one call."""
+        a = d.action
+        if isinstance(a, io.FindLoadBalancer):
+            return replace(obs, found=tuple(await read(io.FIND_LOAD_BALANCER, a, d.step)))
+        if isinstance(a, ReadTree):
+            # R1: four independent reads in parallel (one round trip instead of four on a busy worker).
+            lb, c = a.children.prefix.removesuffix("-"), a.children
+            listeners, pools, monitors, fips = await asyncio.gather(
+                read(io.LIST_LISTENERS, c, f"R1: list the listeners of {lb}"),
+                read(io.LIST_POOLS, c, f"R1: list the pools of {lb}"),
+                read(io.LIST_MONITORS, c, f"R1: list the health monitors of {lb}"),
+                read(
+                    io.FIND_FLOATING_IPS,
+                    a.floating_ips,
+                    f"R1: find the floating IPs on VIP port {a.floating_ips.port_id}",
+                ),
+            )
+            return replace(obs, tree=Tree(tuple(listeners), tuple(pools), tuple(monitors), tuple(fips)))
+        if isinstance(a, ReadMembers):
+            lists = await asyncio.gather(
+                *(
+                    read(
+                        io.LIST_MEMBERS,
+                        io.PoolRef(scope=a.scope, pool_id=p.id),
+                        f"R2: list the members of pool {p.name}",
+                    )
+                    for p in a.pools
+                )
+            )
+            return replace(obs, members={p.id: tuple(m) for p, m in zip(a.pools, lists, strict=True)})
+        if isinstance(a, io.FindFloatingIps):
+            return replace(obs, tree=Tree(floating_ips=tuple(await read(io.FIND_FLOATING_IPS, a, d.step))))
+        return None
+
+    # ----- plan preview (workflows/plan.py) -----------------------------------------------------------
+    async def plan(self, spec: LoadBalancerSpec, rec: Recorder) -> str:
+        """The converge pass's walk (P1…P8, R1, R2) on fresh reads; the first write ends it."""
+        if spec.unmanaged:
+            return "managementPolicy unmanaged: the load balancer is only observed, never written"
+        scope = _scope(await self.plan_where(spec))
+        uid, obs = self.st.ref.uid, Observation()
+        while True:
+            d = converge(spec, uid, obs, scope)
+            a = d.action
+            if isinstance(a, Fail):
+                raise PlanStopped(f"{d.step}: {a.message}")
+            if isinstance(a, Done):
+                return f"{d.rule}: converged, nothing to call ({a.message})"
+            if isinstance(a, Wait):
+                return f"{d.step}: Octavia is busy; the workflow waits for it, then decides again"
+            contract = MUTATIONS.get(type(a)) or FLOATING_IP_CALLS.get(type(a))
+            if contract is not None:
+                rec.write(d.rule, contract, d.what, a)
+                return AFTER_WRITE
+            read = await self._read(obs, d, lambda c, arg, what: rec.read(c, arg, what))
+            assert read is not None, a
+            obs = read

@@ -30,10 +30,12 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec, ServerStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import ServerState
+    from osprov.workflows import server_plan
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.event_recorder import note
     from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_server
+    from osprov.workflows.plan import Recorder
     from osprov.workflows.rebuild import (
         Action,
         Decision,
@@ -112,10 +114,14 @@ def available(ok: bool, reason: AvailableReason, message: str) -> ConditionState
 class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
     KIND = "Server"
     STATE = ServerState
+    PLAN_READS = server_plan.READS
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
+
+    async def plan(self, spec: ServerSpec, rec: Recorder) -> str:
+        return await server_plan.walk(self, spec, rec)
 
     # ----- state helpers -------------------------------------------------------------------------
     def server_name(self) -> str:
@@ -312,18 +318,19 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         self.set_step(f"creating {name}")
         self.event(note("Created", f"creating Nova server {name} from image {spec.image_id}"))
         return await call(
-            io.CREATE_SERVER,
-            io.CreateServer(
-                project=project,
-                name=name,
-                flavor=spec.flavor,
-                image_id=spec.image_id,
-                network_ids=[n.network_id for n in spec.networks],
-                key_name=spec.keypair,
-                user_data=spec.user_data,
-                metadata=self.metadata(spec, project),
-            ),
-            summary=f"create server {name}",
+            io.CREATE_SERVER, self.create_request(spec, project), summary=f"create server {name}"
+        )
+
+    def create_request(self, spec: ServerSpec, project: io.Project) -> io.CreateServer:
+        return io.CreateServer(
+            project=project,
+            name=self.server_name(),
+            flavor=spec.flavor,
+            image_id=spec.image_id,
+            network_ids=[n.network_id for n in spec.networks],
+            key_name=spec.keypair,
+            user_data=spec.user_data,
+            metadata=self.metadata(spec, project),
         )
 
     def creates(self) -> int:
@@ -384,6 +391,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
     ) -> Outcome:
         decision = reconcile_pass(self.k.rebuild, obs, spec.image_id)
         self.set_step(decision.step)
+        if decision.action is Action.ARM and not self.gate.passes(
+            spec, "rebuild", f"rebuilding server {self.k.server_id} with image {spec.image_id}"
+        ):  # approval gate (workflows/approval.py): nothing is armed until this image is approved
+            return Outcome(conditions=[self.gate.waiting(), health], awaiting_approval=True)
         self.k.rebuild = decision.marker
         self.k.parked = False
         act = decision.action

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.state import CloudKindState, TenancyState
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import Entity, PassFailed
+    from osprov.workflows.plan import PlanStopped
 
 PATCH_TENANCY = "tenancy-mapping"
 # An Identity answers within one workflow task; longer means it is stuck: the pass fails and is retried.
@@ -122,6 +123,41 @@ class CloudEntity(Entity[CloudSpecT, CloudKindT]):
             raise PassFailed(answer.message, reason=AvailableReason.PROVISIONING.value, retry=False)
         reason = AvailableReason.DEPROVISIONING if deleting else AvailableReason.PROVISIONING
         raise PassFailed(answer.message, reason=reason.value)  # T5
+
+    async def plan_where(self, spec: CloudSpecT) -> Where:
+        """`where` for a plan walk (workflows/plan.py): the same mapping check for spec.project (a read),
+        and for an identityRef the answer this resource already holds; it asks no Identity, so a plan never
+        registers a user."""
+        if spec.project is not None:
+            p, ns = spec.project, self.st.ref.namespace
+            verdict = await call_local(
+                tenancy_io.PROJECT_ALLOWED,
+                tenancy_io.ProjectRequest(namespace=ns, project=p.name, domain=p.domain),
+                summary=f"plan: check the tenancy mapping allows project {p.domain}/{p.name} in namespace {ns}",
+            )
+            if not verdict.allowed:
+                raise PlanStopped(f"T1: {verdict.message}")
+            return Where(project=p.name, domain=p.domain)
+        assert spec.identity_ref is not None
+        answer, current = self.tenancy.answer, self._spec_identity()
+        if (
+            answer is None
+            or answer.outcome != "ready"
+            or answer.credential is None
+            or answer.project is None
+            or current != spec.identity_ref.name
+        ):
+            raise PlanStopped(
+                f"T3: Identity {spec.identity_ref.name} has not answered this resource yet: apply it first "
+                "(a plan never registers a resource with an Identity)"
+            )
+        return Where(project=answer.project.name, domain=answer.project.domain, credential=answer.credential)
+
+    def _spec_identity(self) -> str | None:
+        """The identityRef of the spec this resource runs with (the one its tenancy answer is for)."""
+        d = self.st.desired
+        ref = (d.spec.get("identityRef") or {}) if d is not None else {}
+        return str(ref.get("name")) if isinstance(ref, dict) and ref.get("name") else None
 
     def _fresh_answer(self) -> io.IdentityAnswer | None:
         t = self.tenancy

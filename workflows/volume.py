@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import cinder_io as io
     from osprov.api import inventory_io
+    from osprov.api.activity import Activity
     from osprov.api.cinder import VolumeSpec, VolumeStatus
     from osprov.api.common import AvailableReason
     from osprov.api.messages import ConditionState, EntityInput
@@ -29,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
+    from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
     from osprov.workflows.tenancy import CloudEntity, Where
     from osprov.workflows.volume_decisions import (
         DELETE_WAIT,
@@ -67,6 +70,11 @@ PATCH_OBSERVE = "volume-observe"
 # minute (then the loop's timer takes over); runs from before re-read once per pass on a timer.
 PATCH_AWAIT = "volume-await-in-activity"
 AWAIT_WITHIN_SECONDS = 60.0
+# The writes a plan walk records (workflows/plan.py), by the decision's request type.
+PLAN_WRITES: dict[type[Any], Activity[Any, Any]] = {
+    io.CreateVolume: io.CREATE_VOLUME,
+    io.UpdateMetadata: io.UPDATE_METADATA,
+}
 
 
 def poll_delay(polls: int) -> float:
@@ -82,6 +90,7 @@ def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionStat
 class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
     KIND = "Volume"
     STATE = VolumeState
+    PLAN_READS = frozenset({inventory_io.OFFERED_VOLUME_CLASSES.name, io.FIND_VOLUMES.name})
 
     def __init__(self) -> None:
         super().__init__()
@@ -231,6 +240,29 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             conditions=[_available(False, AvailableReason.PROVISIONING, d.action.message)],
             requeue_after=poll_delay(polls),
         )
+
+    # ----- plan preview (workflows/plan.py) ---------------------------------------------------------
+    async def plan(self, spec: VolumeSpec, rec: Recorder) -> str:
+        """The create pass's walk (C0…C5, then S1…S3) on fresh reads; the first write ends it."""
+        if spec.unmanaged:
+            return "managementPolicy unmanaged: the volume is only observed, never written"
+        target, obs = self.target(await self.plan_where(spec)), Observation()
+        while True:
+            d = create(spec, target, True, obs)
+            a = d.action
+            if isinstance(a, Fail):
+                raise PlanStopped(f"{d.step} ({a.message})")
+            if isinstance(a, inventory_io.OfferQuery):
+                offer = await rec.read(inventory_io.OFFERED_VOLUME_CLASSES, a, d.step, local=True)
+                obs = replace(obs, offer=offer)
+            elif isinstance(a, io.FindVolumes):
+                lookup = await rec.read(io.FIND_VOLUMES, a, d.step)
+                obs = replace(obs, lookup=lookup)
+            elif type(a) in PLAN_WRITES:
+                rec.write(d.rule, PLAN_WRITES[type(a)], d.what, a)
+                return AFTER_WRITE
+            else:  # S1…S3: nothing to call, the volume is (or is becoming) what the spec says
+                return f"{d.step}: nothing to call"
 
     # ----- delete --------------------------------------------------------------------------------
     async def finalize(self, spec: VolumeSpec) -> Outcome | None:

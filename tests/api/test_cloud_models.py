@@ -45,7 +45,12 @@ VOLUME = {"project": PROJECT, "size": 1, "volumeClassID": "t-1", "tags": {"app":
 def test_volume_round_trip_and_defaults() -> None:
     spec = VolumeSpec.model_validate(VOLUME)
     assert spec.volume_class_id == "t-1" and spec.deletion_policy == "retain"
-    assert spec.to_k8s() == {**VOLUME, "deletionPolicy": "retain", "managementPolicy": "managed"}
+    assert spec.to_k8s() == {
+        **VOLUME,
+        "deletionPolicy": "retain",
+        "managementPolicy": "managed",
+        "approvalPolicy": "automatic",
+    }
     assert VolumeSpec.model_validate({"project": PROJECT, "size": 2}).tags == {}
     status = VolumeStatus(size=1, volume_id="v-1")
     assert status.to_k8s() == {"conditions": [], "size": 1, "volumeID": "v-1"}
@@ -169,7 +174,12 @@ SERVER = {
 def test_server_round_trip_and_rules() -> None:
     spec = ServerSpec.model_validate(SERVER)
     assert spec.image_id == "img-1" and spec.volumes[0].volume == "demo-data"
-    assert spec.to_k8s() == {**SERVER, "deletionPolicy": "retain", "managementPolicy": "managed"}
+    assert spec.to_k8s() == {
+        **SERVER,
+        "deletionPolicy": "retain",
+        "managementPolicy": "managed",
+        "approvalPolicy": "automatic",
+    }
     assert "String should match pattern" in _error(
         ServerSpec, {**SERVER, "volumes": [{"volume": "x", "device": "vdb"}]}
     )

@@ -67,7 +67,10 @@ def test_camel_case_round_trip_of_the_seed_user() -> None:
     assert spec.default_project is not None and spec.default_project.name == "service"
     assert spec.keystone_ref_name() == "keystone"
     assert spec.retry_interval_delta() == timedelta(seconds=90)
-    assert spec.to_k8s() == wire | {"managementPolicy": "managed"}  # the default is written out
+    assert spec.to_k8s() == wire | {
+        "managementPolicy": "managed",
+        "approvalPolicy": "automatic",
+    }  # defaults written
     # snake_case works from Python too
     assert UserSpec(
         name="cinder",

@@ -7,19 +7,29 @@ load-balancer_member, so every Octavia/Neutron call runs with a token scoped to 
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openstack.connection
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devenv.faults.cloud_state import octavia_force_provisioning_status
 from devenv.openstack.catalog import VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
-from osprov.api import octavia
+from osprov.api import octavia, octavia_io
+from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
@@ -320,3 +330,66 @@ def test_admission_rejects_udp_listeners_with_tcp_only_options(
     with pytest.raises(ApiException) as err:
         osprov.apply(KIND, f"udp-{uuid.uuid4().hex[:6]}", spec(project, vip, listener, keystoneRef=NOT_OURS))
     assert err.value.status == 422 and message in str(err.value.body)
+
+
+def osprov_plan(osprov: Osprov, path: Path) -> dict[str, Any]:
+    run = subprocess.run(
+        [sys.executable, "-m", "osprov", "plan", "-f", str(path), "-n", osprov.namespace, "-o", "json"],
+        env=dict(os.environ) | osprov.stack.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    [line] = run.stdout.splitlines()
+    return json.loads(line)  # type: ignore[no-any-return]
+
+
+def member_batches(osprov: Osprov, workflow_id: str) -> list[dict[str, Any]]:
+    """The requests of every member batch update the resource's workflow scheduled (its history)."""
+
+    async def read() -> list[dict[str, Any]]:
+        client = await Client.connect(
+            osprov.stack.temporal_address,
+            namespace=osprov.stack.temporal_namespace,
+            data_converter=pydantic_data_converter,
+        )
+        sent = []
+        async for e in client.get_workflow_handle(workflow_id).fetch_history_events():
+            a = e.activity_task_scheduled_event_attributes
+            if e.HasField("activity_task_scheduled_event_attributes") and (
+                a.activity_type.name == octavia_io.REPLACE_MEMBERS.name
+            ):
+                [request] = await client.data_converter.decode(a.input.payloads, [octavia_io.ReplaceMembers])
+                sent.append(request.model_dump(mode="json", exclude={"scope"}))
+        return sent
+
+    return asyncio.run(read())
+
+
+def test_osprov_plan_prints_exactly_the_member_batch_the_workflow_then_makes(
+    osprov: Osprov, admin: Any, project: Any, vip: dict[str, str], tmp_path: Path
+) -> None:
+    obj, cloud = create(osprov, admin, project, "planned", spec(project, vip, HTTP))
+    changed = copy.deepcopy(HTTP)
+    changed["pool"]["members"] = [
+        {"address": "10.20.0.12", "port": 8080},
+        {"address": "10.20.0.13", "port": 8080},
+    ]
+    body = {"apiVersion": kind_info(KIND).api_version, "kind": KIND, "metadata": {"name": "planned"}}
+    path = tmp_path / "planned.yaml"
+    path.write_text(yaml.safe_dump(body | {"spec": spec(project, vip, changed)}))
+    workflow = f"{KIND}/{osprov.namespace}/planned/{obj['metadata']['uid']}"
+    before = member_batches(osprov, workflow)
+
+    plan = osprov_plan(osprov, path)
+    [call] = plan["calls"]
+    assert call["rule"] == "P7c" and call["activity"] == octavia_io.REPLACE_MEMBERS.name
+    assert call["request"] == {"pool_id": cloud.one("pool", "http").id, "members": changed["pool"]["members"]}
+    assert cloud.members("http") == {("10.20.0.11", 8080)} and member_batches(osprov, workflow) == before
+
+    osprov.apply(KIND, "planned", spec(project, vip, changed))
+    osprov.wait_ready(KIND, "planned", ctype=AVAILABLE, generation=2, timeout_s=300)
+    assert member_batches(osprov, workflow) == [*before, call["request"]]  # exactly the planned call
+    assert cloud.members("http") == {("10.20.0.12", 8080), ("10.20.0.13", 8080)}
+    delete_and_check_gone(osprov, admin, cloud, "planned", [])

@@ -49,21 +49,6 @@ def calls_like(emulator: RunningEmulator, verb: str, resource: str) -> list[dict
     return [x for x in audit_lines(emulator) if x["verb"] == verb and x["resource"] == resource]
 
 
-def annotate(osprov: Osprov, kind: str, name: str, annotations: dict[str, str | None]) -> None:
-    from osprov.api.registry import kind_info
-
-    info = kind_info(kind)
-    osprov.custom.patch_namespaced_custom_object(
-        info.group,
-        info.version,
-        osprov.namespace,
-        info.plural,
-        name,
-        {"metadata": {"annotations": annotations}},
-        _content_type="application/merge-patch+json",
-    )
-
-
 def events_about(osprov: Osprov, name: str) -> list[client.EventsV1Event]:
     listed = client.EventsV1Api(osprov.kube).list_namespaced_event(osprov.namespace)
     return [e for e in listed.items if e.regarding is not None and e.regarding.name == name]
@@ -76,7 +61,7 @@ def series_count(event: client.EventsV1Event) -> int:
 def pause_and_resume(osprov: Osprov, name: str) -> None:
     """Paused: a spec change reaches nothing; resumed: it converges; paused again: the same Event, count 2."""
     osprov.wait_ready("Domain", "rbac-domain")
-    annotate(osprov, "Domain", "rbac-domain", {PAUSED: "true"})
+    osprov.annotate("Domain", "rbac-domain", {PAUSED: "true"})
     osprov.apply("Domain", "rbac-domain", {"name": name, "deletionPolicy": "delete", "description": "later"})
     wait_for(
         lambda: (
@@ -88,18 +73,18 @@ def pause_and_resume(osprov: Osprov, name: str) -> None:
     )
     conn = admin_connection(osprov.stack)
     assert conn.identity.find_domain(name).description != "later"  # type: ignore[union-attr]
-    annotate(osprov, "Domain", "rbac-domain", {PAUSED: None})
+    osprov.annotate("Domain", "rbac-domain", {PAUSED: None})
     osprov.wait_ready("Domain", "rbac-domain", generation=2)
     assert conn.identity.find_domain(name).description == "later"  # type: ignore[union-attr]
     conn.close()
-    annotate(osprov, "Domain", "rbac-domain", {PAUSED: "true"})
+    osprov.annotate("Domain", "rbac-domain", {PAUSED: "true"})
     wait_for(
         lambda: [series_count(e) for e in events_about(osprov, "rbac-domain") if e.reason == "Paused"] == [2],
         "the second pause patched the first pause's Event",
     )
     reasons = [e.reason for e in events_about(osprov, "rbac-domain")]
     assert reasons[0] == "Created" and "Paused" in reasons, reasons
-    annotate(osprov, "Domain", "rbac-domain", {PAUSED: None})
+    osprov.annotate("Domain", "rbac-domain", {PAUSED: None})
 
 
 def identity_secret_written(osprov: Osprov, emulator: RunningEmulator, domain: str) -> None:

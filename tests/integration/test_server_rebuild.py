@@ -9,6 +9,9 @@ window and to hit it with faults.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +26,7 @@ from devenv.faults.proxy import FaultProxy
 from devenv.faults.slow_driver import slow_spawn
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
+from osprov.api.operations import APPROVE
 from tests.support.osprov import (
     Osprov,
     clouds_env,
@@ -443,3 +447,46 @@ def test_attach_is_made_once_across_a_worker_kill_and_never_multi_attached(
     assert "has no Cinder volume" in by_name["no-such-volume"]["message"]
     assert (osprov.condition("Server", "thief", "Available") or {}).get("status") == "False"
     assert [a["server_id"] for a in admin.block_storage.get_volume(volume_id).attachments] == [server_id]
+
+
+def awaiting_approval(osprov: Osprov, name: str) -> str | None:
+    """The token the Server's approval gate waits for (None: nothing awaits approval)."""
+    c = osprov.condition("Server", name, "Available") or {}
+    if c.get("reason") != "AwaitingApproval":
+        return None
+    return str(c["message"]).split(f"{APPROVE}=", 1)[1].split()[0]
+
+
+def osprov_approve(osprov: Osprov, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "osprov", "approve", f"Server/{name}", "-n", osprov.namespace, *extra],
+        env=dict(os.environ) | osprov.stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_approval_gated_rebuild_waits_until_approved_then_runs_once(
+    osprov: Osprov, admin: openstack.connection.Connection, project: str, images: tuple[str, str]
+) -> None:
+    a, b = images
+    gated = {"approvalPolicy": "manual"}
+    server_id = create(osprov, "gated", server_spec(project, a) | gated)
+    osprov.apply("Server", "gated", server_spec(project, b) | gated)
+    token = wait_for(lambda: awaiting_approval(osprov, "gated"), "the rebuild awaits approval", 60)
+    assert token == "rebuild:2"
+    assert osprov_approve(osprov, "gated", "--change", "rebuild:1").returncode == 1  # not what is pending
+    assert rebuilds(admin, server_id) == 0 and nova_server(admin, server_id)["image"]["id"] == a
+    approved = osprov_approve(osprov, "gated")
+    assert approved.returncode == 0 and "rebuild:2" in approved.stdout, approved.stdout + approved.stderr
+    settled(osprov, "gated", 2)
+    assert nova_server(admin, server_id)["image"]["id"] == b and rebuilds(admin, server_id) == 1
+    # The deletion is gated too: the server stays until that deletion is approved (by the annotation).
+    osprov.delete("Server", "gated")
+    token = wait_for(lambda: awaiting_approval(osprov, "gated"), "the deletion awaits approval", 60)
+    assert token is not None and token.startswith("delete:")
+    assert nova_server(admin, server_id)["status"] == "ACTIVE"
+    osprov.annotate("Server", "gated", {APPROVE: token})
+    wait_for(lambda: osprov.get("Server", "gated") is None, "deleted once approved", 120)
+    wait_for(lambda: admin.compute.find_server(server_id) is None, "Nova deleted the server", 120)

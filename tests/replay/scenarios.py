@@ -194,3 +194,55 @@ SCENARIOS["LoadBalancer-observe"] = load_balancer_observed
 
 async def _n(h: Harness, n: int) -> bool:
     return await h.swept() == n
+
+
+async def server_approval(h: Harness, _: str) -> str:
+    """An approval-gated Server (workflows/approval.py): the rebuild waits, is approved by the Update
+    `approve`, runs; the deletion waits and is approved by the annotation."""
+    from temporalio.worker import Worker
+
+    from osprov.api.operations import APPROVE, UPDATE_APPROVE
+    from osprov.workflows.all import WORKFLOWS
+    from tests.workflows.test_server_workflow import ServerHarness, spec
+
+    nova = fakes_nova.FakeNova()
+    queue = f"{h.queue}-nova"
+    async with Worker(
+        h.env.client,
+        task_queue=queue,
+        workflows=WORKFLOWS,
+        activities=h.cloud.activities() + nova.activities(),
+    ):
+        sh = ServerHarness(h.env, h.cloud, queue)
+        sh.nova = nova
+        finalizers = ["nova.osh.openstack.org/finalizer"]
+        wf = await sh.apply(
+            "Server", spec("img-a", approvalPolicy="manual"), name="gated", uid="replay-gated"
+        )
+        await sh.until(lambda: sh.condition().get("status") == "True", "server available")
+        await sh.signal(wf, 2, spec("img-b", approvalPolicy="manual"), finalizers=finalizers)
+        await sh.until(lambda: sh.condition().get("reason") == "AwaitingApproval", "rebuild awaits approval")
+        await wf.execute_update(UPDATE_APPROVE, "rebuild:2", result_type=str)
+        await sh.until(lambda: nova.accepted == ["img-b"], "rebuild accepted")
+        nova.only().settle()
+        await sh.until(lambda: sh.condition()["status"] == "True", "rebuild settled")
+        deleting: dict[str, Any] = {"deleting": True, "finalizers": finalizers}
+        await sh.signal(wf, 2, spec("img-b", approvalPolicy="manual"), **deleting)
+        await sh.until(lambda: sh.condition().get("reason") == "AwaitingApproval", "deletion awaits approval")
+        annotations = {APPROVE: "delete:2"}
+        await sh.signal(wf, 2, spec("img-b", approvalPolicy="manual"), annotations=annotations, **deleting)
+        await wf.result()
+        return str(wf.id)
+
+
+# Recorded as Server-approval.json: a gated rebuild and deletion (no patch: only resources that ask for
+# approval run the gate's commands, and no older run could ask).
+SCENARIOS["Server-approval"] = server_approval
+
+
+async def load_balancer_planned(h: Harness, _: str) -> str:
+    return await fakes_octavia.replay_scenario(h, "LoadBalancer", plan=True)
+
+
+# Recorded as LoadBalancer-plan.json: the Update `plan` (reads only) before a member change.
+SCENARIOS["LoadBalancer-plan"] = load_balancer_planned

@@ -133,6 +133,21 @@ class Osprov:
                 return None
             raise
 
+    def annotate(self, kind: str, name: str, annotations: dict[str, str | None]) -> None:
+        """Set (or, with None, remove) annotations, as `kubectl annotate` does."""
+        from osprov.api.registry import kind_info
+
+        info = kind_info(kind)
+        self.custom.patch_namespaced_custom_object(
+            info.group,
+            info.version,
+            self.namespace,
+            info.plural,
+            name,
+            {"metadata": {"annotations": annotations}},
+            _content_type="application/merge-patch+json",
+        )
+
     def delete(self, kind: str, name: str) -> None:
         from osprov.api.registry import kind_info
 

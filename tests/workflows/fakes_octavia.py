@@ -18,6 +18,7 @@ from temporalio.worker import Worker
 from osprov.activities import errors
 from osprov.activities.octavia import settled
 from osprov.api import octavia_io as io
+from osprov.api.plan import UPDATE_PLAN, Plan
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.harness import Harness, eventually
 
@@ -34,6 +35,7 @@ class FakeOctavia:
     members: dict[str, list[io.MemberView]] = field(default_factory=dict)  # pool id -> members
     fips: dict[str, io.FloatingIpView] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    replaced: list[io.ReplaceMembers] = field(default_factory=list)  # every member batch, as sent
     scopes: set[tuple[str, str]] = field(default_factory=set)  # every project scope a call used
     settle_reads: int = 1  # LB reads that still show PENDING_* after a mutation
     stuck_deletes: bool = False  # a cascade delete leaves the LB PENDING_DELETE until finish_deletes()
@@ -252,6 +254,7 @@ class FakeOctavia:
         @activity.defn(name=io.REPLACE_MEMBERS.name)
         async def replace_members(req: io.ReplaceMembers) -> None:
             o._record(io.REPLACE_MEMBERS.name, req.scope)
+            o.replaced.append(req)
             o._lock(o._pool_lb[req.pool_id])
             o.members[req.pool_id] = [
                 io.MemberView(
@@ -373,8 +376,9 @@ class FakeOctavia:
         ]
 
 
-async def replay_scenario(h: Harness, kind: str) -> str:
-    """tests/replay scenario for LoadBalancer: create (PENDING waits), a member change, then delete.
+async def replay_scenario(h: Harness, kind: str, plan: bool = False) -> str:
+    """tests/replay scenario for LoadBalancer: create (PENDING waits), a member change (`plan`: planned
+    first, through the Update `plan`), then delete.
 
     The shared harness has no Octavia, so this runs its own worker (FakeCloud + FakeOctavia) beside it."""
     octavia = FakeOctavia()
@@ -419,6 +423,8 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         await eventually(lambda: reached(1), "load balancer provisioned", 30)
         changed = copy.deepcopy(spec)
         changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
+        if plan:
+            await wf.execute_update(UPDATE_PLAN, changed, result_type=Plan)
         await lh.signal(wf, 2, changed, finalizers=[LB_FINALIZER])
         await eventually(lambda: reached(2), "member change converged", 30)
         octavia.stuck_deletes = True  # Octavia takes a while: the delete re-checks (D4) a few times

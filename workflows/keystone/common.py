@@ -30,7 +30,9 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.entity import Entity, KindT, Outcome, PassFailed, SpecT, StatusBase
     from osprov.workflows.event_recorder import note
     from osprov.workflows.keystone import legacy
+    from osprov.workflows.keystone import plan as keystone_plan
     from osprov.workflows.keystone.binding import binding_of
+    from osprov.workflows.plan import Recorder
 
 OWNERSHIP_PATCH = "keystone-ownership"
 # How long a pass waits for the objects' answers (each is a few Keystone calls away); longer means an
@@ -46,6 +48,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
 
     KEYSTONE_KIND: ClassVar[str]  # the Keystone type runs from before ownership deleted by ID (legacy)
     OBSERVES = True  # managementPolicy unmanaged: the objects' workflows only observe (keystone/binding.py)
+    PLAN_READS = keystone_plan.READS
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,6 +58,10 @@ class KeystoneEntity(Entity[SpecT, KindT]):
     # ----- kind hooks ---------------------------------------------------------------------------
     def claims(self, spec: SpecT) -> Claims:
         raise NotImplementedError
+
+    async def plan(self, spec: SpecT, rec: Recorder) -> str:
+        """The plan walk of the objects `spec` declares (workflows/keystone/plan.py)."""
+        return await keystone_plan.walk(self, spec, rec)
 
     async def before_claims(self, spec: SpecT) -> None:
         """Checks that must pass before anything is claimed (User: its Secret and key exist)."""
