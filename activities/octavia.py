@@ -8,12 +8,13 @@ pinned to microversion 2.22 (PROXYV2 pools). Errors leave as typed ApplicationEr
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import openstack.exceptions
 from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
 
-from osprov.activities import cloud
+from osprov.activities import cloud, neutron
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
 from osprov.api import octavia_io as io
@@ -107,6 +108,37 @@ def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.Loa
                 found = []
         views = (_lb_view(r) for r in found)
         return sorted((v for v in views if v.provisioning_status != "DELETED"), key=lambda v: v.id)
+
+
+@implements_async(io.READ_TOPOLOGY)
+async def read_topology(req: io.ReadTopology) -> io.Topology:
+    """P1, R1, R2 in one activity: the exact-name lookup, then (one ACTIVE load balancer with a VIP port)
+    its children, the floating IPs on its VIP port and the spec's pools' members, read concurrently as the
+    separate activities were."""
+    found = await asyncio.to_thread(find_load_balancer, io.FindLoadBalancer(scope=req.scope, name=req.name))
+    if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
+        return io.Topology(found=found)
+    lb = found[0]
+    children = io.ListChildren(scope=req.scope, load_balancer_id=lb.id, prefix=req.prefix)
+    fips_of_vip = io.FindFloatingIps(scope=req.scope, port_id=lb.vip_port_id)
+    listeners, pools, monitors, fips = await asyncio.gather(
+        asyncio.to_thread(list_listeners, children),
+        asyncio.to_thread(list_pools, children),
+        asyncio.to_thread(list_monitors, children),
+        asyncio.to_thread(neutron.find_floating_ips, fips_of_vip),
+    )
+    ours = [p for p in pools if p.name in req.pools]
+    members = await asyncio.gather(
+        *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in ours)
+    )
+    return io.Topology(
+        found=found,
+        listeners=listeners,
+        pools=pools,
+        monitors=monitors,
+        floating_ips=fips,
+        members={p.id: m for p, m in zip(ours, members, strict=True)},
+    )
 
 
 def settled(found: list[io.LoadBalancerView], gone: bool) -> bool:
@@ -330,6 +362,7 @@ def delete(req: io.DeleteObject) -> bool:
 
 ACTIVITIES: list[Any] = [
     find_load_balancer,
+    read_topology,
     find_imported_load_balancer,
     await_load_balancer,
     create_load_balancer,

@@ -121,6 +121,28 @@ class FindLoadBalancer(_Model):
     name: str
 
 
+class ReadTopology(_Model):
+    """P1, R1 and R2 in one activity (one round trip instead of three): the load balancers named exactly
+    `name`; when exactly one is ACTIVE with a VIP port, also its children named `prefix`…, the floating IPs
+    on its VIP port, and the members of its pools named in `pools` (the spec's own)."""
+
+    scope: Scope
+    name: str
+    prefix: str
+    pools: tuple[str, ...] = ()
+
+
+class Topology(_Model):
+    """What ReadTopology read; the tree and members are None when they were not read."""
+
+    found: list[LoadBalancerView]
+    listeners: list[ListenerView] | None = None
+    pools: list[PoolView] | None = None
+    monitors: list[MonitorView] | None = None
+    floating_ips: list[FloatingIpView] | None = None
+    members: dict[str, list[MemberView]] | None = None  # pool ID -> members
+
+
 class AwaitLoadBalancer(_Model):
     """Read the load balancer by ID every `interval_seconds` until Octavia settles it (ACTIVE or ERROR; with
     `gone`: until it no longer exists) or `within_seconds` pass; the answer is the last read ([]: gone)."""
@@ -278,6 +300,7 @@ FIND_LOAD_BALANCER: Activity[FindLoadBalancer, list[LoadBalancerView]] = Activit
 FIND_IMPORTED_LOAD_BALANCER: Activity[FindImportedLoadBalancer, list[LoadBalancerView]] = Activity(
     "octavia.find_imported_load_balancer", FindImportedLoadBalancer, list[LoadBalancerView]
 )
+READ_TOPOLOGY: Activity[ReadTopology, Topology] = Activity("octavia.read_topology", ReadTopology, Topology)
 AWAIT_LOAD_BALANCER: Activity[AwaitLoadBalancer, list[LoadBalancerView]] = Activity(
     "octavia.await_load_balancer", AwaitLoadBalancer, list[LoadBalancerView]
 )

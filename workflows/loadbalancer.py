@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         Wait,
         converge,
         delete,
+        fold_topology,
     )
     from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_load_balancer
     from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
@@ -62,6 +63,8 @@ PATCH_OBSERVE = "loadbalancer-observe"
 # read; runs from before requeue a pass on a timer for every re-check.
 PATCH_AWAIT = "loadbalancer-await-in-activity"
 AWAIT_WITHIN_SECONDS = 60.0
+# R0: a pass's reads (P1, R1, R2) are one activity instead of three rounds (runs from before read in rounds).
+PATCH_READ_AT_ONCE = "loadbalancer-read-at-once"
 MAX_STEPS_PER_PASS = (
     12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
 )
@@ -88,6 +91,7 @@ FLOATING_IP_CALLS: dict[type[Any], Activity[Any, Any]] = {
 PLAN_READS = frozenset(
     c.name
     for c in (
+        io.READ_TOPOLOGY,
         io.FIND_LOAD_BALANCER,
         io.LIST_LISTENERS,
         io.LIST_POOLS,
@@ -142,8 +146,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             return await self.observe_import(spec)
         uid = self.st.ref.uid
         scope = _scope(await self.where(spec, deleting=False))
+        at_once = workflow.patched(PATCH_READ_AT_ONCE)
         for step in range(MAX_STEPS_PER_PASS):
-            d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope))
+            d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope, at_once=at_once))
             if isinstance(d.action, Done):
                 self.k.waits = 0
                 provisioned = ConditionState.of(
@@ -294,7 +299,8 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         a = d.action
         read = await self._read(obs, d, _call)
         if read is not None:
-            if isinstance(a, io.FindLoadBalancer) and read.found is not None and len(read.found) == 1:
+            found_lb = isinstance(a, io.FindLoadBalancer | io.ReadTopology)
+            if found_lb and read.found is not None and len(read.found) == 1:
                 self.k.realised = True
                 self.k.load_balancer_id, self.k.vip_address = read.found[0].id, read.found[0].vip_address
             return read
@@ -309,6 +315,8 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         """The reads of a decision, folded into `obs` (None: `d` is not a read). The pass and the plan
         walk share them; `read` makes one call."""
         a = d.action
+        if isinstance(a, io.ReadTopology):
+            return fold_topology(obs, await read(io.READ_TOPOLOGY, a, d.step))
         if isinstance(a, io.FindLoadBalancer):
             return replace(obs, found=tuple(await read(io.FIND_LOAD_BALANCER, a, d.step)))
         if isinstance(a, ReadTree):
@@ -347,9 +355,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         if spec.unmanaged:
             return "managementPolicy unmanaged: the load balancer is only observed, never written"
         scope = _scope(await self.plan_where(spec))
-        uid, obs = self.st.ref.uid, Observation()
+        uid, obs, at_once = self.st.ref.uid, Observation(), workflow.patched(PATCH_READ_AT_ONCE)
         while True:
-            d = converge(spec, uid, obs, scope)
+            d = converge(spec, uid, obs, scope, at_once=at_once)
             a = d.action
             if isinstance(a, Fail):
                 raise PlanStopped(f"{d.step}: {a.message}")

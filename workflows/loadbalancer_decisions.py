@@ -48,6 +48,16 @@ class Observation:
 
 
 # --- what to do next ----------------------------------------------------------------------------------
+def fold_topology(obs: Observation, t: io.Topology) -> Observation:
+    """R0's answer as P1's, R1's and R2's would have been (the parts it did not read stay unread)."""
+    obs = replace(obs, found=tuple(t.found))
+    if t.listeners is None or t.pools is None or t.monitors is None or t.floating_ips is None:
+        return obs
+    tree = Tree(tuple(t.listeners), tuple(t.pools), tuple(t.monitors), tuple(t.floating_ips))
+    members = None if t.members is None else {k: tuple(v) for k, v in t.members.items()}
+    return replace(obs, tree=tree, members=members)
+
+
 @dataclass(frozen=True)
 class ReadTree:
     """R1: list the children and the VIP port's floating IPs (four reads in parallel)."""
@@ -83,7 +93,7 @@ class Done:
     message: str = ""
 
 
-Read = io.FindLoadBalancer | ReadTree | ReadMembers | io.FindFloatingIps
+Read = io.ReadTopology | io.FindLoadBalancer | ReadTree | ReadMembers | io.FindFloatingIps
 # Neutron does not lock the load balancer: the pass goes on with the result folded in.
 FloatingIpCall = io.CreateFloatingIp | io.DeleteFloatingIp
 # One Octavia mutation: the pass ends; the next one re-reads once Octavia settled (ACTIVE).
@@ -167,10 +177,25 @@ class _Pass:
         return fips[0].address if fips and self.spec.public_ip else None
 
 
-def converge(spec: LoadBalancerSpec, uid: str, obs: Observation, scope: io.Scope | None = None) -> Decision:
+def converge(
+    spec: LoadBalancerSpec,
+    uid: str,
+    obs: Observation,
+    scope: io.Scope | None = None,
+    *,
+    at_once: bool = False,
+) -> Decision:
     """The next step of the create/converge pass, checked in octavia.md's order. `scope`: where every call
-    goes (unset: the spec's project, controller-scoped)."""
+    goes (unset: the spec's project, controller-scoped). `at_once`: the pass's first read is R0, which
+    reads what P1, R1 and R2 would in one call (what it could not read, they still ask for)."""
     scope = scope or scope_of(spec)
+    if at_once and obs.found is None:
+        name = io.lb_name(uid)
+        pools = tuple(sorted(io.pool_name(uid, ls.name) for ls in spec.listeners))
+        topology = io.ReadTopology(scope=scope, name=name, prefix=f"{name}-", pools=pools)
+        return Decision(
+            "R0", topology, f"read load balancer {name} with its listeners, pools, monitors and members"
+        )
     lb = _load_balancer(spec, uid, obs, scope)
     if isinstance(lb, Decision):
         return lb

@@ -353,7 +353,31 @@ class FakeOctavia:
             o._record(io.DELETE_FLOATING_IP.name, req.scope)
             return o.fips.pop(req.id, None) is not None
 
+        @activity.defn(name=io.READ_TOPOLOGY.name)
+        async def read_topology(req: io.ReadTopology) -> io.Topology:
+            """The real activity's composition of the reads (each still recorded by its own name)."""
+            o.calls.append(io.READ_TOPOLOGY.name)
+            found = await find_load_balancer(io.FindLoadBalancer(scope=req.scope, name=req.name))
+            if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
+                return io.Topology(found=found)
+            lb = found[0]
+            assert lb.vip_port_id is not None
+            c = io.ListChildren(scope=req.scope, load_balancer_id=lb.id, prefix=req.prefix)
+            pools = await list_pools(c)
+            ours = [p for p in pools if p.name in req.pools]
+            return io.Topology(
+                found=found,
+                listeners=await list_listeners(c),
+                pools=pools,
+                monitors=await list_monitors(c),
+                floating_ips=await find_floating_ips(
+                    io.FindFloatingIps(scope=req.scope, port_id=lb.vip_port_id)
+                ),
+                members={p.id: await list_members(io.PoolRef(scope=req.scope, pool_id=p.id)) for p in ours},
+            )
+
         return [
+            read_topology,
             await_load_balancer,
             find_load_balancer,
             find_imported_load_balancer,

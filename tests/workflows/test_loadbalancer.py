@@ -350,7 +350,7 @@ async def test_web_ui_timeline_reads_as_sentences(env: Env) -> None:
     texts = [text for _, text in labels]
     lb = env.name()
     assert (texts[0] or "").startswith("check the tenancy mapping allows project")  # before any cloud call
-    assert texts[1] == f"P1: find load balancer {lb}"
+    assert texts[1] == f"R0: read load balancer {lb} with its listeners, pools, monitors and members"
     assert texts[-1] == "remove finalizer octavia.osh.openstack.org/finalizer"
     assert f"wait for Octavia: load balancer {lb} to be ACTIVE (a read every 0.2 s)" in texts
     assert f"P7c: replace the members of pool {env.name('http', 'pool')} with 2 member(s)" in texts
