@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import openstack.connection
 import openstack.exceptions
+import openstack.utils
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 
@@ -27,6 +28,7 @@ from osprov.api.cinder_io import (
     AWAIT_VOLUME,
     CREATE_VOLUME,
     DELETE_VOLUME,
+    EXTEND_VOLUME,
     FIND_VOLUMES,
     PROVISIONED_STATUSES,
     TAG_PREFIX,
@@ -35,6 +37,7 @@ from osprov.api.cinder_io import (
     CreateVolume,
     DeleteResult,
     DeleteVolume,
+    ExtendVolume,
     FindVolumes,
     ProjectScope,
     UpdateMetadata,
@@ -235,6 +238,64 @@ def update_metadata(request: UpdateMetadata) -> bool:
             raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
 
 
+# Cinder extends an attached (in-use) volume only at volume API 3.42+ (and only where its policy
+# volume:extend_attached_volume allows); below, it refuses any extend of an in-use volume.
+ONLINE_EXTEND_MICROVERSION = "3.42"
+ONLINE_EXTEND_REFUSED = (
+    "Cinder refuses to extend the volume while it is attached (online extend needs Cinder volume API 3.42 "
+    "and its policy volume:extend_attached_volume); detach it (remove it from the Server's volumes) to "
+    "extend it offline — retrying"
+)
+
+
+def _extend_pending(volume: Volume, size: int) -> bool:
+    """An extend needs sending: a provisioned volume smaller than `size` (not one already extending: an
+    earlier attempt's extend was accepted, and Cinder would refuse a second with 400 anyway)."""
+    return volume.status in PROVISIONED_STATUSES and volume.size < size
+
+
+def _extend(conn: openstack.connection.Connection, request: ExtendVolume) -> Volume:
+    # Read first: a retried attempt (the worker died after Cinder accepted the first) finds the volume
+    # extending or extended and sends nothing. Cinder itself moves available|in-use -> extending atomically
+    # before it answers, so two extends for one target can never both be accepted.
+    found = _by_id(conn, request.id)
+    if not found:
+        raise not_found(f"volume {request.id} does not exist in {_describe(request.scope)}")
+    before = found[0]
+    if not _extend_pending(before, request.size):
+        return before
+    online = before.status == "in-use"
+    if online and not openstack.utils.supports_microversion(conn.block_storage, ONLINE_EXTEND_MICROVERSION):
+        raise conflict(ONLINE_EXTEND_REFUSED)
+    try:
+        # The Volume resource negotiates its own microversion (the highest both support, >= 3.42 as
+        # checked above) for this call only; every other call keeps the connection's default.
+        conn.block_storage.extend_volume(request.id, request.size)
+    except (openstack.exceptions.BadRequestException, openstack.exceptions.ForbiddenException) as exc:
+        log.warning("cinder refused the extend", volume_id=request.id, detail=str(exc.details)[:300])
+        after = next(iter(_by_id(conn, request.id)), before)
+        if not _extend_pending(after, request.size):  # raced with our own earlier, accepted extend
+            return after
+        if online:
+            raise conflict(ONLINE_EXTEND_REFUSED) from None
+        raise conflict(
+            f"Cinder refused to extend the volume to {request.size} GiB (over quota, or beyond what its "
+            "volume type allows?) — retrying"
+        ) from None
+    log.info("cinder volume extend accepted", volume_id=request.id, size=request.size, online=online)
+    return next(iter(_by_id(conn, request.id)), before)
+
+
+@implements(EXTEND_VOLUME)
+def extend_volume(request: ExtendVolume) -> Volume:
+    """Extend-if-smaller: at most one extend is accepted per target size; returns a read after the call."""
+    with openstack_errors(f"extend volume {request.id} in {_describe(request.scope)}", service="Cinder"):
+        try:
+            return _scoped(request.scope, lambda conn: _extend(conn, request))
+        except _ProjectMissing:
+            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+
+
 def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResult:
     try:
         conn.block_storage.delete_volume(volume_id, ignore_missing=False)
@@ -260,4 +321,4 @@ def delete_volume(request: DeleteVolume) -> DeleteResult:
             return DeleteResult(outcome="absent")
 
 
-ACTIVITIES = [find_volumes, await_volume, create_volume, update_metadata, delete_volume]
+ACTIVITIES = [find_volumes, await_volume, create_volume, update_metadata, extend_volume, delete_volume]
