@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 import openstack.connection
 import openstack.exceptions
-import openstack.utils
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 
@@ -239,7 +238,8 @@ def update_metadata(request: UpdateMetadata) -> bool:
 
 
 # Cinder extends an attached (in-use) volume only at volume API 3.42+ (and only where its policy
-# volume:extend_attached_volume allows); below, it refuses any extend of an in-use volume.
+# volume:extend_attached_volume allows); below, it refuses any extend of an in-use volume (400), and a
+# Cinder older than 3.42 refuses the version itself (406).
 ONLINE_EXTEND_MICROVERSION = "3.42"
 ONLINE_EXTEND_REFUSED = (
     "Cinder refuses to extend the volume while it is attached (online extend needs Cinder volume API 3.42 "
@@ -265,14 +265,28 @@ def _extend(conn: openstack.connection.Connection, request: ExtendVolume) -> Vol
     if not _extend_pending(before, request.size):
         return before
     online = before.status == "in-use"
-    if online and not openstack.utils.supports_microversion(conn.block_storage, ONLINE_EXTEND_MICROVERSION):
-        raise conflict(ONLINE_EXTEND_REFUSED)
     try:
-        # The Volume resource negotiates its own microversion (the highest both support, >= 3.42 as
-        # checked above) for this call only; every other call keeps the connection's default.
-        conn.block_storage.extend_volume(request.id, request.size)
-    except (openstack.exceptions.BadRequestException, openstack.exceptions.ForbiddenException) as exc:
-        log.warning("cinder refused the extend", volume_id=request.id, detail=str(exc.details)[:300])
+        if online:
+            # The SDK's extend_volume takes no microversion and negotiates none where the endpoint is not
+            # discoverable (an endpoint override): ask for 3.42 on this call only, through the same proxy.
+            resp = conn.block_storage.post(
+                f"/volumes/{request.id}/action",
+                json={"os-extend": {"new_size": request.size}},
+                microversion=ONLINE_EXTEND_MICROVERSION,
+            )
+            openstack.exceptions.raise_from_response(resp)
+        else:
+            conn.block_storage.extend_volume(request.id, request.size)
+    except openstack.exceptions.HttpException as exc:
+        # 400: the state or size changed, or over a limit; 403: policy; 406: no volume API 3.42 here.
+        if exc.status_code not in (400, 403, 406):
+            raise
+        log.warning(
+            "cinder refused the extend",
+            volume_id=request.id,
+            status=exc.status_code,
+            detail=str(exc.details)[:300],
+        )
         after = next(iter(_by_id(conn, request.id)), before)
         if not _extend_pending(after, request.size):  # raced with our own earlier, accepted extend
             return after
