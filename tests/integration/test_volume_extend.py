@@ -89,7 +89,7 @@ def grown_to(osprov: Osprov, name: str, size: int, generation: int, timeout_s: f
     def reported() -> dict[str, Any] | None:
         obj = osprov.get("Volume", name) or {}
         st = obj.get("status") or {}
-        cond = next((c for c in st.get("conditions") or [] if c.get("type") == AVAILABLE), {})
+        cond: dict[str, Any] = next((c for c in st.get("conditions") or [] if c.get("type") == AVAILABLE), {})
         done = st.get("size") == size and cond.get("reason") == "Provisioned"
         return obj if done and cond.get("observedGeneration") == generation else None
 
@@ -153,18 +153,13 @@ def test_worker_killed_before_and_after_the_extend_call_sends_exactly_one(
         held = cinder_proxy.requests_held
         with cinder_proxy.holding(("POST",), fault):
             osprov.apply("Volume", "grow", volume_spec(project, size=size))
-            if fault is Fault.HOLD_REQUEST:
-                wait_for(
-                    lambda held=held: cinder_proxy.requests_held > held,
-                    "the extend sent, kept from Cinder",
-                    60,
-                )
-            else:
-                wait_for(
-                    lambda size=size: len(cinder_volume_actions(volume_id)) == size - 1,
-                    "Cinder got the extend",
-                    60,
-                )
+
+            def at_boundary(size: int = size, held: int = held, fault: Fault = fault) -> bool:
+                if fault is Fault.HOLD_REQUEST:  # the worker sent it; the proxy kept it from Cinder
+                    return cinder_proxy.requests_held > held
+                return len(cinder_volume_actions(volume_id)) == size - 1  # Cinder got it
+
+            wait_for(at_boundary, f"the extend to {size} GiB at its boundary", 60, interval_s=0.05)
             osprov.worker.kill()
         # The window under test: no result recorded; Cinder got nothing (before) or exactly the one (after).
         assert cinder_volume_actions(volume_id) == [202] * (
