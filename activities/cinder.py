@@ -27,6 +27,7 @@ from osprov.api.cinder_io import (
     AWAIT_VOLUME,
     CREATE_VOLUME,
     DELETE_VOLUME,
+    EXTEND_VOLUME,
     FIND_VOLUMES,
     PROVISIONED_STATUSES,
     TAG_PREFIX,
@@ -35,6 +36,7 @@ from osprov.api.cinder_io import (
     CreateVolume,
     DeleteResult,
     DeleteVolume,
+    ExtendVolume,
     FindVolumes,
     ProjectScope,
     UpdateMetadata,
@@ -235,6 +237,79 @@ def update_metadata(request: UpdateMetadata) -> bool:
             raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
 
 
+# Cinder extends an attached (in-use) volume only at volume API 3.42+ (and only where its policy
+# volume:extend_attached_volume allows); below, it refuses any extend of an in-use volume (400), and a
+# Cinder older than 3.42 refuses the version itself (406).
+ONLINE_EXTEND_MICROVERSION = "3.42"
+ONLINE_EXTEND_REFUSED = (
+    "Cinder refuses to extend the volume while it is attached (online extend needs Cinder volume API 3.42 "
+    "and its policy volume:extend_attached_volume); detach it (remove it from the Server's volumes) to "
+    "extend it offline — retrying"
+)
+
+
+def _extend_pending(volume: Volume, size: int) -> bool:
+    """An extend needs sending: a provisioned volume smaller than `size` (not one already extending: an
+    earlier attempt's extend was accepted, and Cinder would refuse a second with 400 anyway)."""
+    return volume.status in PROVISIONED_STATUSES and volume.size < size
+
+
+def _extend(conn: openstack.connection.Connection, request: ExtendVolume) -> Volume:
+    # Read first: a retried attempt (the worker died after Cinder accepted the first) finds the volume
+    # extending or extended and sends nothing. Cinder itself moves available|in-use -> extending atomically
+    # before it answers, so two extends for one target can never both be accepted.
+    found = _by_id(conn, request.id)
+    if not found:
+        raise not_found(f"volume {request.id} does not exist in {_describe(request.scope)}")
+    before = found[0]
+    if not _extend_pending(before, request.size):
+        return before
+    online = before.status == "in-use"
+    try:
+        if online:
+            # The SDK's extend_volume takes no microversion and negotiates none where the endpoint is not
+            # discoverable (an endpoint override): ask for 3.42 on this call only, through the same proxy.
+            resp = conn.block_storage.post(
+                f"/volumes/{request.id}/action",
+                json={"os-extend": {"new_size": request.size}},
+                microversion=ONLINE_EXTEND_MICROVERSION,
+            )
+            openstack.exceptions.raise_from_response(resp)
+        else:
+            conn.block_storage.extend_volume(request.id, request.size)
+    except openstack.exceptions.HttpException as exc:
+        # 400: the state or size changed, or over a limit; 403: policy; 406: no volume API 3.42 here.
+        if exc.status_code not in (400, 403, 406):
+            raise
+        log.warning(
+            "cinder refused the extend",
+            volume_id=request.id,
+            status=exc.status_code,
+            detail=str(exc.details)[:300],
+        )
+        after = next(iter(_by_id(conn, request.id)), before)
+        if not _extend_pending(after, request.size):  # raced with our own earlier, accepted extend
+            return after
+        if online:
+            raise conflict(ONLINE_EXTEND_REFUSED) from None
+        raise conflict(
+            f"Cinder refused to extend the volume to {request.size} GiB (over quota, or beyond what its "
+            "volume type allows?) — retrying"
+        ) from None
+    log.info("cinder volume extend accepted", volume_id=request.id, size=request.size, online=online)
+    return next(iter(_by_id(conn, request.id)), before)
+
+
+@implements(EXTEND_VOLUME)
+def extend_volume(request: ExtendVolume) -> Volume:
+    """Extend-if-smaller: at most one extend is accepted per target size; returns a read after the call."""
+    with openstack_errors(f"extend volume {request.id} in {_describe(request.scope)}", service="Cinder"):
+        try:
+            return _scoped(request.scope, lambda conn: _extend(conn, request))
+        except _ProjectMissing:
+            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+
+
 def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResult:
     try:
         conn.block_storage.delete_volume(volume_id, ignore_missing=False)
@@ -260,4 +335,4 @@ def delete_volume(request: DeleteVolume) -> DeleteResult:
             return DeleteResult(outcome="absent")
 
 
-ACTIVITIES = [find_volumes, await_volume, create_volume, update_metadata, delete_volume]
+ACTIVITIES = [find_volumes, await_volume, create_volume, update_metadata, extend_volume, delete_volume]

@@ -1,7 +1,8 @@
 """Volume (cinder.osh.openstack.org/v1alpha1): a Cinder volume in a Keystone project.
 
-Contract: ../shared/spec/volumes.md. Resizing and retyping are out of scope, so the CRD rejects changes to
-size and class (CEL transition rules) instead of silently ignoring them.
+Contract: ../shared/spec/volumes.md. spec.size may grow (Cinder extends the volume in place, online when it
+is attached) but never shrink; retyping is out of scope. The CRD rejects what cannot be done (CEL transition
+rules) instead of silently ignoring it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ CINDER_GROUP = "cinder.osh.openstack.org"
 # Cinder's largest volume size (cinder/api/validation/parameter_types.py `volume_size`: DB_MAX_INT).
 MAX_SIZE_GIB = 0x7FFFFFFF
 
-SIZE_IMMUTABLE_MESSAGE = "spec.size cannot change: resizing a volume is not supported; create a new Volume"
+SIZE_SHRINK_MESSAGE = (
+    "spec.size cannot shrink: Cinder only extends a volume; keep the current size, or copy the data to a new, "
+    "smaller Volume"
+)
 CLASS_IMMUTABLE_MESSAGE = (
     "spec.volumeClassID cannot change: retyping a volume is not supported; create a new Volume"
 )
@@ -46,9 +50,10 @@ class VolumeSpec(CloudSpec):
     size: int = Field(
         ge=1,
         le=MAX_SIZE_GIB,
-        description=f"Size in whole GiB (1 to {MAX_SIZE_GIB}). Immutable.",
+        description=f"Size in whole GiB (1 to {MAX_SIZE_GIB}). May grow (the volume is extended in place, "
+        "online while attached where Cinder allows it), never shrink.",
         json_schema_extra={
-            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": SIZE_IMMUTABLE_MESSAGE}]
+            "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": SIZE_SHRINK_MESSAGE}]
         },
     )
     volume_class_id: str | None = Field(

@@ -145,6 +145,16 @@ class UpdateMetadata(_Model):
     system: dict[str, str] = Field(default_factory=dict)
 
 
+class ExtendVolume(_Model):
+    """Grow the volume to `size` GiB in place: online (Cinder volume API 3.42+) when it is attached. Sent only
+    when a fresh read finds it provisioned and smaller; the answer is a read after the call (extending, or
+    already at `size` when an earlier attempt's extend was accepted: no second extend is sent)."""
+
+    scope: ProjectScope
+    id: str
+    size: int = Field(ge=1)
+
+
 class DeleteVolume(_Model):
     scope: ProjectScope
     id: str
@@ -162,6 +172,7 @@ FIND_VOLUMES: Activity[FindVolumes, VolumeLookup] = Activity("cinder.find_volume
 CREATE_VOLUME: Activity[CreateVolume, Volume] = Activity("cinder.create_volume", CreateVolume, Volume)
 UPDATE_METADATA: Activity[UpdateMetadata, bool] = Activity("cinder.update_metadata", UpdateMetadata, bool)
 AWAIT_VOLUME: Activity[AwaitVolume, VolumeLookup] = Activity("cinder.await_volume", AwaitVolume, VolumeLookup)
+EXTEND_VOLUME: Activity[ExtendVolume, Volume] = Activity("cinder.extend_volume", ExtendVolume, Volume)
 DELETE_VOLUME: Activity[DeleteVolume, DeleteResult] = Activity(
     "cinder.delete_volume", DeleteVolume, DeleteResult
 )

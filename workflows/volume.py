@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         Wait,
         create,
         delete,
+        extended,
         observe,
         observe_import,
     )
@@ -70,10 +71,13 @@ PATCH_OBSERVE = "volume-observe"
 # minute (then the loop's timer takes over); runs from before re-read once per pass on a timer.
 PATCH_AWAIT = "volume-await-in-activity"
 AWAIT_WITHIN_SECONDS = 60.0
+# C6/C7: a larger spec.size extends the volume in place (a new activity, cinder.extend_volume).
+PATCH_EXTEND = "volume-extend"
 # The writes a plan walk records (workflows/plan.py), by the decision's request type.
 PLAN_WRITES: dict[type[Any], Activity[Any, Any]] = {
     io.CreateVolume: io.CREATE_VOLUME,
     io.UpdateMetadata: io.UPDATE_METADATA,
+    io.ExtendVolume: io.EXTEND_VOLUME,
 }
 
 
@@ -116,6 +120,7 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             scope=scope,
             check_class=workflow.patched(PATCH_CLASS_CHECK),
             volume_known=self.k.volume_id is not None,
+            extends=workflow.patched(PATCH_EXTEND),
         )
 
     def observes(self) -> bool:
@@ -159,7 +164,13 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             elif isinstance(a, io.UpdateMetadata):
                 await call(io.UPDATE_METADATA, a, summary=d.step)
                 self.event(note("Updated", d.what))
-                obs = replace(obs, volume=self._found(obs))
+                obs = replace(obs, updated=True)
+            elif isinstance(a, io.ExtendVolume):
+                # Retries are safe: the activity reads first, and Cinder accepts one extend per target
+                # (it moves the volume to extending before it answers; a second gets 400).
+                grown = await call(io.EXTEND_VOLUME, a, summary=d.step)
+                self.event(note("Extending", f"asked Cinder to extend the volume to {a.size} GiB"))
+                obs = replace(obs, extended=grown)
             elif isinstance(a, io.DeleteVolume):
                 await call(io.DELETE_VOLUME, a, summary=d.step)
                 obs = replace(obs, volume=self._found(obs))
@@ -222,9 +233,12 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             waiting = _available(False, AvailableReason.PROVISIONING, d.action.message)
             settled = await self._await(target, d.observed.id, gone=False, showing=waiting)
             if settled is not None and settled.volumes:
-                d = observe(settled.volumes[0])  # S1, S2, or still S3 after a minute: the timer below
+                last = settled.volumes[0]  # S1, S2, or still S3 after a minute: the timer below
+                d = extended(spec, last) if self.seen.extended is not None else observe(last)  # C7 after C6
         if d.observed is not None:
             self.k.volume_id, self.k.size = d.observed.id, d.observed.size
+        if isinstance(d.action, Fail):  # C7: the extend did not take; the loop retries with backoff
+            raise PassFailed(d.action.message, reason=d.action.reason.value)
         volume = d.action.volume if isinstance(d.action, Errored) else None
         if isinstance(d.action, Provisioned):  # S1
             self.k.polls = 0

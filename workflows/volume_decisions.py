@@ -1,7 +1,7 @@
 """The Volume passes as pure decision tables (contract: volumes.md; the tables below and docs/volume.md).
 
 No I/O and no Temporal: workflows/volume.py starts a pass with an empty `Observation`, asks `create`
-(C1…C5, then S1…S3) or `delete` (D1…D6) for the next step, executes it, folds the result in and asks
+(C1…C7, then S1…S3) or `delete` (D1…D6) for the next step, executes it, folds the result in and asks
 again until a decision ends the pass. Every pass starts from a fresh read by the deterministic name, so
 a crash between "create accepted" and "status written" adopts the volume instead of duplicating it.
 
@@ -14,10 +14,16 @@ Create (reconcile):
   C3 no match                        -> create (user tags first, linkage keys last), then observe
   C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
   C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
+  C6 provisioned, size < spec.size   -> extend it in place (online when in-use: Cinder API 3.42+; refused ->
+                                        Available=False "detach it to extend offline", retried), then observe
+  C7 C6's extend settled below size  -> Available=False/Errored "Cinder did not extend…", retried with backoff
+                                        (Cinder 29 resets a failed schedule to the old status, keeping the size)
 Observe:
   S1 available | in-use              -> Available=True/Provisioned; status volumeID and size
-  S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log)
-  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped)
+  S2 status starts with "error"      -> Available=False/Errored, exactly ERROR_MESSAGE (details: worker log);
+                                        also error_extending (the driver failed an extend)
+  S3 anything else                   -> Available=False/Provisioning, poll again (0.5s, growing, capped);
+                                        also extending (C6 accepted; never a second extend meanwhile)
 Observe only (managementPolicy unmanaged with import; never a create, an update or a delete):
   O1 read the imported volume: by import.id, or by the exact name import.filter.name, in the project
   O2 project missing in Keystone   -> Available=False/Provisioning (as C1), retried
@@ -48,7 +54,9 @@ from osprov.workflows.observe_import import Wanted
 @dataclass(frozen=True)
 class Observation:
     lookup: io.VolumeLookup | None = None  # the exact-name read of this pass
-    volume: io.Volume | None = None  # the volume this pass made (C3) or updated (C5)
+    volume: io.Volume | None = None  # the volume this pass made (C3)
+    updated: bool = False  # C5 ran this pass
+    extended: io.Volume | None = None  # C6: the read after this pass's extend
     offer: Offer | None = None  # C0: the VolumeClasses the region inventory publishes
 
 
@@ -90,7 +98,7 @@ class Done:
 
 DELETE_WAIT = "waiting for Cinder to delete the volume"
 ERROR_LOG = "Cinder volume entered an error state"  # the operator log line of S2 and D5
-Call = io.FindVolumes | io.CreateVolume | io.UpdateMetadata | io.DeleteVolume | OfferQuery
+Call = io.FindVolumes | io.CreateVolume | io.UpdateMetadata | io.ExtendVolume | io.DeleteVolume | OfferQuery
 Action = Call | Provisioned | Errored | Wait | Fail | Done
 
 
@@ -116,6 +124,7 @@ class Target:
     scope: io.ProjectScope
     check_class: bool = False  # C0 applies (runs started before the region inventory never check)
     volume_known: bool = False  # a volume was seen: C0 only before creating it again
+    extends: bool = False  # C6/C7 apply (runs started before the volume-extend patch never extend)
 
 
 def _where(target: Target) -> str:
@@ -157,9 +166,11 @@ def _volume_type(spec: VolumeSpec, obs: Observation) -> str | None:
     return check_class(spec.volume_class, spec.volume_class_id, spec.size, obs.offer).volume_type
 
 
-# --- create (C0…C5) and observe (S1…S3) -------------------------------------------------------------------
+# --- create (C0…C7) and observe (S1…S3) -------------------------------------------------------------------
 def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> Decision:
     """The next step of the create pass; `full`: the spec changed or the resync is due (C5 runs then)."""
+    if obs.extended is not None:
+        return extended(spec, obs.extended)
     if obs.volume is not None:
         return observe(obs.volume)
     if obs.lookup is None:
@@ -188,14 +199,38 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
         )
         return Decision("C3", make, f"create volume {target.name} ({spec.size} GiB)")
     volume = volumes[0]
+    provisioned = volume.status in io.PROVISIONED_STATUSES
     if (
         full
-        and volume.status in io.PROVISIONED_STATUSES
+        and not obs.updated
+        and provisioned
         and io.metadata_drift(volume.metadata, spec.tags, target.system)
     ):
         update = io.UpdateMetadata(scope=target.scope, id=volume.id, tags=spec.tags, system=target.system)
         return Decision("C5", update, f"update the osprov metadata of volume {target.name}")
+    if target.extends and provisioned and volume.size < spec.size:
+        # Decided on this pass's fresh read: a volume already extending (S3) or at the size (S1) gets no
+        # second extend, so a replayed or retried pass never sends two for one target size.
+        grow = io.ExtendVolume(scope=target.scope, id=volume.id, size=spec.size)
+        online = " online (attached)" if volume.status == "in-use" else ""
+        return Decision(
+            "C6", grow, f"extend volume {target.name}{online} from {volume.size} to {spec.size} GiB"
+        )
     return observe(volume)  # C4: adopted
+
+
+def extended(spec: VolumeSpec, volume: io.Volume) -> Decision:
+    """After C6's extend (the read after it, or the wait's last read): C7 if Cinder settled without the new
+    size, else S1–S3."""
+    if volume.status in io.PROVISIONED_STATUSES and volume.size < spec.size:
+        message = (
+            f"Cinder did not extend the volume to {spec.size} GiB: it is {volume.status} at {volume.size} GiB "
+            "again (its user messages say why: openstack volume message list, e.g. no backend with room) — "
+            "retrying"
+        )
+        failed = Fail(message, AvailableReason.ERRORED)
+        return Decision("C7", failed, f"Cinder did not extend the volume to {spec.size} GiB", volume)
+    return observe(volume)
 
 
 # --- observe only (O1…O4, then S1…S3) ------------------------------------------------------------------

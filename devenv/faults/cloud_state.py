@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from devenv import procs
 from devenv.openstack.infra import mysql_exec
 
 OCTAVIA_TABLES = ("load_balancer", "listener", "pool", "member", "health_monitor", "l7policy", "l7rule")
@@ -44,6 +45,30 @@ def cinder_reset_status(conn: Any, volume_id: str, status: str = "error") -> Non
         f"/volumes/{volume_id}/action", json={"os-reset_status": {"status": status}}
     )
     resp.raise_for_status()
+
+
+def cinder_volume_actions(volume_id: str) -> list[int]:
+    """The HTTP status of every POST /volumes/{id}/action cinder-api answered (its request log), oldest first:
+    evidence for "exactly one extend" on a volume nothing else acts on (attach and detach go through
+    /attachments, not this path)."""
+    if not _UUID.match(volume_id):
+        raise ValueError("volume_id must be a UUID")
+    served = re.compile(rf'"POST /v3/[0-9a-f]+/volumes/{volume_id}/action HTTP/1\.1" status: (\d+)')
+    text = procs.log_path("cinder-api").read_text(errors="replace")
+    return [int(m.group(1)) for m in served.finditer(text)]
+
+
+def nova_bdm_volume_size(server_id: str, volume_id: str) -> int | None:
+    """Nova's block device mapping volume_size for the attachment (its cell database; no API shows it):
+    what nova-compute recorded when it handled Cinder's volume-extended event. A test oracle only."""
+    if not (_UUID.match(server_id) and _UUID.match(volume_id)):
+        raise ValueError("server_id and volume_id must be UUIDs")
+    out = mysql_exec(
+        "SELECT volume_size FROM block_device_mapping WHERE deleted = 0 AND "
+        f"instance_uuid = '{server_id}' AND volume_id = '{volume_id}';",
+        "nova",
+    ).split()
+    return int(out[0]) if out and out[0] != "NULL" else None
 
 
 def octavia_force_provisioning_status(object_id: str, status: str, table: str = "load_balancer") -> None:

@@ -37,6 +37,9 @@ class Fault(enum.Enum):
     # Forward every request, but a request with one of `hold_methods` gets no answer: it lands upstream
     # and the client waits (the crash window "the call was accepted, its result not yet recorded").
     HOLD_ANSWER = "hold_answer"
+    # A request with one of `hold_methods` never goes upstream and gets no answer: the crash window "the
+    # worker sent the call, the service never got it". `requests_held` counts them.
+    HOLD_REQUEST = "hold_request"
 
 
 @dataclass
@@ -53,6 +56,7 @@ class FaultProxy:
         self.listen_host = listen_host
         self.port = 0
         self.connections_seen = 0
+        self.requests_held = 0  # requests HOLD_REQUEST kept from the service
         self._config = _Config()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy", daemon=True)
@@ -104,9 +108,12 @@ class FaultProxy:
             asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=10)
 
     @contextlib.contextmanager
-    def holding(self, methods: tuple[str, ...] = ("POST",)) -> Iterator[FaultProxy]:
-        """HOLD_ANSWER for `methods` inside the block, PASS after it (also when the block fails)."""
-        self.set_fault(Fault.HOLD_ANSWER, hold_methods=methods)
+    def holding(
+        self, methods: tuple[str, ...] = ("POST",), fault: Fault = Fault.HOLD_ANSWER
+    ) -> Iterator[FaultProxy]:
+        """HOLD_ANSWER (or HOLD_REQUEST) for `methods` inside the block, PASS after it (also when the block
+        fails)."""
+        self.set_fault(fault, hold_methods=methods)
         try:
             yield self
         finally:
@@ -141,9 +148,10 @@ class FaultProxy:
             up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
             self._live.add(up_writer)
             held = asyncio.Event()  # set once a request on this connection must get no answer
+            kept = asyncio.Event()  # set once a request on this connection must not reach the service
             try:
                 await asyncio.gather(
-                    _pipe(reader, up_writer, on_chunk=lambda chunk: self._maybe_hold(chunk, held)),
+                    _pipe(reader, up_writer, on_chunk=lambda c: self._maybe_hold(c, held, kept), muted=kept),
                     _pipe(up_reader, writer, muted=held),
                 )
             finally:
@@ -156,14 +164,18 @@ class FaultProxy:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    def _maybe_hold(self, chunk: bytes, held: asyncio.Event) -> None:
+    def _maybe_hold(self, chunk: bytes, held: asyncio.Event, kept: asyncio.Event) -> None:
         # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
         # chunk; it is judged before the bytes go upstream, hence before any answer can come back.
         config = self._config
-        if config.fault is Fault.HOLD_ANSWER and any(
+        if config.fault not in (Fault.HOLD_ANSWER, Fault.HOLD_REQUEST) or not any(
             chunk.startswith(method.encode() + b" ") for method in config.hold_methods
         ):
-            held.set()
+            return
+        held.set()
+        if config.fault is Fault.HOLD_REQUEST and not kept.is_set():
+            kept.set()
+            self.requests_held += 1
 
 
 async def _pipe(

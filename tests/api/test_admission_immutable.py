@@ -32,6 +32,7 @@ from tests.api.test_crds import spec_schema
 
 NS = "immutable"
 KEYSTONE = "is immutable: create a new resource to manage another Keystone object"
+SHRINK = "spec.size cannot shrink: Cinder only extends a volume"
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,10 @@ REFUSED = [
         "create a new LoadBalancer",
         old=without("LoadBalancer", "vipAddress"),
     ),
+    # Issue 19: a Volume grows in place but never shrinks (Cinder has no shrink); refused before any workflow.
+    Change(
+        "volume-size-shrink", "Volume", VALID["Volume"], "spec.size", SHRINK, old=with_value("Volume", ["size"], 2)
+    ),
 ]  # fmt: skip
 
 # What may change still does, on the same objects: the rules guard fields, not whole specs.
@@ -156,6 +161,7 @@ ALLOWED = [
     Change("server-tags", "Server", with_value("Server", ["tags"], {"tier": "web"}), "", ""),
     Change("lb-public-ip", "LoadBalancer", with_value("LoadBalancer", ["publicIP"], True), "", ""),
     Change("volume-tags", "Volume", with_value("Volume", ["tags"], {}), "", ""),
+    Change("volume-size-grow", "Volume", with_value("Volume", ["size"], 2), "", ""),
 ]
 
 

@@ -61,10 +61,12 @@ def test_volume_size_must_be_whole_positive_gib() -> None:
     assert "size" in _error(VolumeSpec, {**VOLUME, "size": 1.5})
 
 
-def test_volume_size_class_and_project_are_immutable() -> None:
+def test_volume_size_grows_but_class_and_project_are_immutable() -> None:
     assert _update("Volume", VOLUME, {**VOLUME, "tags": {"app": "other"}}) == []
-    assert _update("Volume", VOLUME, {**VOLUME, "size": 2}) == [
-        "spec.size cannot change: resizing a volume is not supported; create a new Volume"
+    assert _update("Volume", VOLUME, {**VOLUME, "size": 2}) == []  # extended in place
+    assert _update("Volume", {**VOLUME, "size": 2}, VOLUME) == [
+        "spec.size cannot shrink: Cinder only extends a volume; keep the current size, or copy the data to a "
+        "new, smaller Volume"
     ]
     retype = "spec.volumeClassID cannot change: retyping a volume is not supported; create a new Volume"
     assert _update("Volume", VOLUME, {**VOLUME, "volumeClassID": "t-2"}) == [retype]

@@ -72,7 +72,7 @@ def test_defaults_are_applied(applied: RunningEmulator) -> None:
 @pytest.mark.parametrize(
     ("resource", "patch_type", "patch", "message"),
     [
-        ("volume/demo-data", "merge", {"spec": {"size": 2}}, "spec.size cannot change"),
+        ("volume/demo-data", "merge", {"spec": {"volumeClassID": "t-2"}}, "spec.volumeClassID cannot change"),
         ("server/demo-server", "merge", {"spec": {"flavor": "m1.large"}}, "spec.flavor cannot change"),
         (
             "server/demo-server",

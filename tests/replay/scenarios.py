@@ -178,6 +178,14 @@ async def volume_observed(h: Harness, _: str) -> str:
 SCENARIOS["Volume-observe"] = volume_observed
 
 
+async def volume_extended(h: Harness, _: str) -> str:
+    return await fakes_cinder.extend_scenario(h, "Volume")
+
+
+# Recorded as Volume-extend.json: the patched extend path (volume-extend) of a Volume whose size grows.
+SCENARIOS["Volume-extend"] = volume_extended
+
+
 async def server_observed(h: Harness, _: str) -> str:
     return await fakes_nova.observe_scenario(h, "Server")
 

@@ -215,19 +215,24 @@ def endpoint_override(service: str, url: str, api_version: str) -> Callable[[dic
 
 
 def ensure_crd(stack: StackEnv, kind: str) -> None:
-    """Install the generated CRD of `kind` if the running kube emulator started before it existed."""
+    """Install the generated CRD of `kind` if the running kube emulator started before it existed, or
+    replace it if it was installed from an older model (a stack kept running across a schema change)."""
     from osprov.api.registry import CLUSTER_KINDS, kind_info
 
     api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
     info = next((c for c in CLUSTER_KINDS if c.kind == kind), None) or kind_info(kind)
     ext = kubernetes.client.ApiextensionsV1Api(api)
+    body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
     try:
-        ext.read_custom_resource_definition(info.crd_name)
+        served = api.sanitize_for_serialization(ext.read_custom_resource_definition(info.crd_name))
     except ApiException as err:
         if err.status != 404:
             raise
-        body = yaml.safe_load((REPO / "deploy" / "crds" / f"{info.crd_name}.yaml").read_text())
         ext.create_custom_resource_definition(body)
+    else:
+        if served["spec"]["versions"] != body["spec"]["versions"]:
+            body["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
+            ext.replace_custom_resource_definition(info.crd_name, body)
     custom = kubernetes.client.CustomObjectsApi(api)
     wait_for(
         lambda: custom.list_cluster_custom_object(info.group, info.version, info.plural) is not None,

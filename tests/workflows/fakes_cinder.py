@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from osprov.activities import errors
-from osprov.activities.cinder import settled
+from osprov.activities.cinder import ONLINE_EXTEND_REFUSED, settled
 from osprov.api import cinder_io as io
 from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
@@ -39,10 +39,13 @@ class FakeVolume:
     metadata: dict[str, str] = field(default_factory=dict)
     script: list[str] = field(default_factory=list)  # statuses the next reads return, in order
     deleted: bool = False  # gone after the read that consumes the script's end
+    grow_to: int | None = None  # the size once the script (an accepted extend) ends in a provisioned status
 
     def read(self) -> io.Volume:
         if self.script:
             self.status = self.script.pop(0)
+            if not self.script and self.grow_to is not None and self.status in io.PROVISIONED_STATUSES:
+                self.size, self.grow_to = self.grow_to, None
         return io.Volume(
             id=self.id, name=self.name, status=self.status, size=self.size, metadata=self.metadata
         )
@@ -57,6 +60,14 @@ class FakeCinder:
     create_script: list[str] = field(default_factory=lambda: ["creating", "available"])
     delete_script: list[str] = field(default_factory=lambda: ["deleting"])  # reads before the volume is gone
     created_types: list[str | None] = field(default_factory=list)  # volume_type of every create
+    # Statuses the reads after an accepted extend return (the size changes when the script ends in a
+    # provisioned status), and what Cinder ends with: "grown", or "reset" (the scheduler found no room:
+    # back to the old status at the old size), or "error" (the driver failed: error_extending).
+    extend_script: list[str] = field(default_factory=lambda: ["extending"])
+    extend_outcome: str = "grown"
+    extends_accepted: list[tuple[str, int]] = field(default_factory=list)  # (volume ID, size): Cinder's log
+    online_extend: bool = True  # Cinder offers volume API 3.42 (extend while in-use)
+    lost_extend_answers: int = 0  # this many accepted extends answer with a dropped connection (retried)
     # This many of the next waits last a minute of real time (Cinder slower than a test), unless cancelled.
     slow_waits: int = 0
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -163,6 +174,32 @@ class FakeCinder:
             vol.metadata = kept | want
             return True
 
+        @activity.defn(name=io.EXTEND_VOLUME.name)
+        async def extend_volume(req: io.ExtendVolume) -> io.Volume:
+            """The real activity's rule: read first; send only for a provisioned, smaller volume."""
+            cinder._enter(io.EXTEND_VOLUME.name)
+            vol = cinder.volumes[req.id]
+            now = vol.read()
+            if now.status not in io.PROVISIONED_STATUSES or now.size >= req.size:
+                return now
+            if now.status == "in-use" and not cinder.online_extend:
+                raise errors.conflict(ONLINE_EXTEND_REFUSED)
+            cinder.extends_accepted.append((vol.id, req.size))
+            back = vol.status
+            vol.status = "extending"
+            if cinder.extend_outcome == "grown":
+                vol.script, vol.grow_to = [*cinder.extend_script, back], req.size
+            elif cinder.extend_outcome == "reset":
+                vol.script = [*cinder.extend_script, back]
+            else:
+                vol.script = [*cinder.extend_script, "error_extending"]
+            if cinder.lost_extend_answers > 0:  # accepted, but the answer never arrives: Temporal retries
+                cinder.lost_extend_answers -= 1
+                raise errors.transient("Cinder is unreachable (RemoteDisconnected)")
+            return io.Volume(
+                id=vol.id, name=vol.name, status="extending", size=vol.size, metadata=vol.metadata
+            )
+
         @activity.defn(name=io.DELETE_VOLUME.name)
         async def delete_volume(req: io.DeleteVolume) -> io.DeleteResult:
             cinder._enter(io.DELETE_VOLUME.name)
@@ -172,7 +209,7 @@ class FakeCinder:
             vol.status, vol.script, vol.deleted = "deleting", list(cinder.delete_script), True
             return io.DeleteResult(outcome="accepted")
 
-        return [find_volumes, await_volume, create_volume, update_metadata, delete_volume]
+        return [find_volumes, await_volume, create_volume, update_metadata, extend_volume, delete_volume]
 
 
 class CinderHarness(Harness):
@@ -224,6 +261,28 @@ async def replay_scenario(h: Harness, kind: str, **spec_extra: Any) -> str:
         await ch.signal(wf, 2, changed, finalizers=[FINALIZER])
         await ch.until(lambda: ch.status().get("observedGeneration") == 2, "generation 2")
         await ch.signal(wf, 2, changed, deleting=True, finalizers=[FINALIZER])
+        await wf.result()
+        return wf.id
+
+
+async def extend_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenario for the extend (C6, S3, S1): create at 1 GiB, grow to 2 GiB, delete."""
+    cinder = FakeCinder()
+    cinder.add_project()
+    queue = f"{h.queue}-cinder"
+    activities = h.cloud.activities() + cinder.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        ch = CinderHarness(h.env, h.cloud, queue)
+        ch.cinder = cinder
+        spec = {"project": {"name": "p", "domain": "Default"}, "size": 1, "deletionPolicy": "delete"}
+        wf = await ch.apply(kind, spec, name="grown", uid="replay-volume-extend")
+        await ch.until(lambda: ch.condition().get("reason") == "Provisioned", "volume provisioned")
+        grown = spec | {"size": 2}
+        await ch.signal(wf, 2, grown, finalizers=[FINALIZER])
+        await ch.until(
+            lambda: ch.status().get("size") == 2 and ch.status().get("observedGeneration") == 2, "2 GiB"
+        )
+        await ch.signal(wf, 2, grown, deleting=True, finalizers=[FINALIZER])
         await wf.result()
         return wf.id
 

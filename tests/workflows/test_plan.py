@@ -104,6 +104,9 @@ async def test_volume_plan_names_the_metadata_update_C5_and_nothing_once_converg
     assert call.request["tags"] == {"team": "b"} and plan.then == AFTER_WRITE
     same = await wf.execute_update(UPDATE_PLAN, None, result_type=Plan)
     assert same.calls == [] and same.then.startswith("S1:")
+    grown = await wf.execute_update(UPDATE_PLAN, volume | {"size": 3}, result_type=Plan)
+    [extend] = grown.calls
+    assert (extend.rule, extend.activity, extend.request["size"]) == ("C6", cinder_io.EXTEND_VOLUME.name, 3)
     assert [c for c in vh.cinder.calls[len(calls) :] if c != cinder_io.FIND_VOLUMES.name] == []  # reads only
 
 

@@ -5,6 +5,7 @@ Pure functions, no Temporal; test_volume.py proves the workflow executes these d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -42,9 +43,11 @@ def spec(**extra: Any) -> VolumeSpec:
     )
 
 
-def vol(status: str = "available", vid: str = "vol-1", metadata: dict[str, str] | None = None) -> io.Volume:
+def vol(
+    status: str = "available", vid: str = "vol-1", metadata: dict[str, str] | None = None, size: int = 2
+) -> io.Volume:
     meta = IN_SYNC if metadata is None else metadata
-    return io.Volume(id=vid, name=NAME, status=status, size=2, metadata=meta)
+    return io.Volume(id=vid, name=NAME, status=status, size=size, metadata=meta)
 
 
 def found(*volumes: io.Volume, project: bool = True) -> Observation:
@@ -138,7 +141,7 @@ CREATE_ROWS: list[tuple[str, bool, Observation, str, Action]] = [
     (
         "C5-updated-volume-is-observed",
         True,
-        Observation(lookup=found(vol(metadata={})).lookup, volume=vol(metadata={})),
+        Observation(lookup=found(vol(metadata={})).lookup, updated=True),
         "S1",
         Provisioned("Cinder volume of 2 GiB is available"),
     ),
@@ -175,6 +178,48 @@ CREATE_ROWS: list[tuple[str, bool, Observation, str, Action]] = [
 def test_create_rule(row: str, full: bool, obs: Observation, rule: str, action: Action) -> None:
     d = create(spec(), TARGET, full, obs)
     assert (d.rule, d.action) == (rule, action)
+
+
+# Issue 19: spec.size grows (C6, C7). The decision comes from the pass's fresh read, so a replayed or
+# retried pass finds the volume extending (S3) or extended (S1) and never sends a second extend.
+EXTENDS = replace(TARGET, extends=True)
+GROW = io.ExtendVolume(scope=SCOPE, id="vol-1", size=2)
+NOT_EXTENDED = (
+    "Cinder did not extend the volume to 2 GiB: it is available at 1 GiB again (its user messages say why: "
+    "openstack volume message list, e.g. no backend with room) — retrying"
+)
+SMALL = vol(size=1)
+EXTEND_ROWS: list[tuple[str, Target, bool, Observation, str, Action]] = [
+    ("C6-smaller-available-volume-is-extended", EXTENDS, False, found(SMALL), "C6", GROW),
+    ("C6-smaller-in-use-volume-is-extended-online", EXTENDS, False, found(vol("in-use", size=1)), "C6", GROW),
+    ("C6-on-a-resync-too", EXTENDS, True, found(SMALL), "C6", GROW),
+    ("C6-never-before-the-patch", TARGET, False, found(SMALL), "S1", Provisioned("Cinder volume of 1 GiB is available")),
+    ("C6-extending-waits-never-a-second-extend", EXTENDS, False, found(vol("extending", size=1)), "S3", Wait("waiting for Cinder: the volume is extending")),
+    ("C6-already-at-the-size-sends-nothing", EXTENDS, False, found(vol()), "S1", Provisioned("Cinder volume of 2 GiB is available")),
+    ("C6-a-larger-volume-is-never-shrunk", EXTENDS, False, found(vol(size=3)), "S1", Provisioned("Cinder volume of 3 GiB is available")),
+    ("C6-never-while-creating", EXTENDS, False, found(vol("creating", size=1)), "S3", Wait("waiting for Cinder: the volume is creating")),
+    ("C6-error-extending-is-an-error", EXTENDS, False, found(vol("error_extending", size=1)), "S2", Errored(vol("error_extending", size=1))),
+    ("C6-metadata-first-on-a-full-pass", EXTENDS, True, found(vol(metadata={}, size=1)), "C5", io.UpdateMetadata(scope=SCOPE, id="vol-1", tags=TAGS, system=SYSTEM)),
+    ("C6-after-C5-in-the-same-pass", EXTENDS, True, Observation(lookup=found(vol(metadata={}, size=1)).lookup, updated=True), "C6", GROW),
+    ("C6-the-extend-sent-is-observed", EXTENDS, False, replace(found(SMALL), extended=vol("extending", size=1)), "S3", Wait("waiting for Cinder: the volume is extending")),
+    ("C6-grown-is-provisioned", EXTENDS, False, replace(found(SMALL), extended=vol()), "S1", Provisioned("Cinder volume of 2 GiB is available")),
+    ("C7-settled-below-the-size-fails-and-retries", EXTENDS, False, replace(found(SMALL), extended=SMALL), "C7", Fail(NOT_EXTENDED, R.ERRORED)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("row", "target", "full", "obs", "rule", "action"), EXTEND_ROWS, ids=[r[0] for r in EXTEND_ROWS]
+)
+def test_extend_rule(
+    row: str, target: Target, full: bool, obs: Observation, rule: str, action: Action
+) -> None:
+    d = create(spec(), target, full, obs)
+    assert (d.rule, d.action) == (rule, action)
+
+
+def test_the_extend_step_says_online_for_an_attached_volume() -> None:
+    d = create(spec(), EXTENDS, False, found(vol("in-use", size=1)))
+    assert d.step == f"C6: extend volume {NAME} online (attached) from 1 to 2 GiB"
 
 
 def imported(**by: Any) -> VolumeSpec:
