@@ -187,7 +187,7 @@ ROWS = [
     (
         "Z16",
         m(S.CONFIRMED, MEDIUM),
-        rd(MEDIUM, resizes=1),
+        rd(flavor=MEDIUM, resizes=1),
         SMALL,
         False,
         Action.ARM,
