@@ -519,6 +519,11 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         self.k.waits = 0
         return waiting.model_copy(update={"requeue_after": NEXT_PASS_SECONDS})
 
+    async def publish_now(self, conditions: list[ConditionState]) -> None:
+        """Write the status (and its mirrors) within the pass, e.g. an armed marker before its submit."""
+        if self.st.desired is not None:
+            await self._publish(self.st.desired, conditions)
+
     # ----- outcomes ------------------------------------------------------------------------------
     def provisioning(
         self, message: str, health: ConditionState | None = None, seconds: float | None = None

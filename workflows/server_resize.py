@@ -10,7 +10,7 @@ PATCH_RESIZE never reach this module (their flavor could not change).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -23,13 +23,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.messages import ConditionState
     from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ResizeState, ServerPhase, ServerSpec
     from osprov.api.registry import AVAILABLE
+    from osprov.api.state import ServerState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome, PassFailed, error_type, failure_message
-    from osprov.workflows.event_recorder import note
+    from osprov.workflows.event_recorder import EventNote, note
     from osprov.workflows.resize import VERIFY_RESIZE, Action, Decision, ResizeRead, resize_pass
-
-if TYPE_CHECKING:
-    from osprov.workflows.server import ServerWorkflow
 
 # A changed spec.flavor on a booted server is resized and confirmed (new commands: the flavor lookup, the
 # action counts, the resize, the confirm and their waits).
@@ -39,6 +37,27 @@ RESIZE_PARK_MESSAGE = "server resize failed; set a different spec.flavor or repl
 # is resolved by a fresh read, never a resend.
 SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
 SUBMIT_TIMEOUT = timedelta(seconds=30)
+
+
+class ServerWorkflow(Protocol):
+    """What a resize step uses of the Server workflow (workflows/server.py)."""
+
+    @property
+    def k(self) -> ServerState: ...
+
+    def set_step(self, step: str) -> None: ...
+
+    def event(self, note: EventNote) -> None: ...
+
+    def waiting(self, seconds: float | None = None) -> float: ...
+
+    def provisioning(
+        self, message: str, health: ConditionState | None = None, seconds: float | None = None
+    ) -> Outcome: ...
+
+    async def settle(self, project: io.Project, waiting: Outcome, busy: tuple[str, ...] = ()) -> Outcome: ...
+
+    async def publish_now(self, conditions: list[ConditionState]) -> None: ...
 
 
 def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionState:
@@ -107,10 +126,7 @@ async def resize_step(
     wf.set_step(decision.step)
     if act is Action.ARM:
         # Arm, mirror it (Initiated), then decide the submit from the armed marker as a later pass would.
-        if wf.st.desired is not None:
-            await wf._publish(
-                wf.st.desired, [_available(False, AvailableReason.PROVISIONING, decision.step), health]
-            )
+        await wf.publish_now([_available(False, AvailableReason.PROVISIONING, decision.step), health])
         decision = resize_pass(k.resize, rr, desired, rebuild_busy)
         wf.set_step(decision.step)
         k.resize = decision.marker

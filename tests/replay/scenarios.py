@@ -194,3 +194,11 @@ SCENARIOS["LoadBalancer-observe"] = load_balancer_observed
 
 async def _n(h: Harness, n: int) -> bool:
     return await h.swept() == n
+
+
+async def server_resized(h: Harness, _: str) -> str:
+    return await fakes_nova.resize_scenario(h, "Server")
+
+
+# Recorded as Server-resize.json: the patched resize path (server-resize): resize, attribution, confirm.
+SCENARIOS["Server-resize"] = server_resized
