@@ -22,11 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.errors import CONFLICT, NOT_FOUND, TRANSIENT, UNKNOWN_OUTCOME
     from osprov.api.messages import ConditionState
     from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ResizeState, ServerPhase, ServerSpec
+    from osprov.api.operations import EventNote
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import ServerState
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome, PassFailed, error_type, failure_message
-    from osprov.workflows.event_recorder import EventNote, note
+    from osprov.workflows.event_recorder import note
     from osprov.workflows.resize import VERIFY_RESIZE, Action, Decision, ResizeRead, resize_pass
 
 # A changed spec.flavor on a booted server is resized and confirmed (new commands: the flavor lookup, the
