@@ -44,6 +44,7 @@ class _Config:
     fault: Fault = Fault.PASS
     delay_seconds: float = 0.0
     hold_methods: tuple[str, ...] = ()
+    hold_containing: bytes | None = None  # hold only requests whose bytes contain this (e.g. an action name)
 
 
 class FaultProxy:
@@ -93,8 +94,9 @@ class FaultProxy:
         delay_seconds: float = 0.0,
         drop_existing: bool = False,
         hold_methods: tuple[str, ...] = ("POST",),
+        hold_containing: bytes | None = None,
     ) -> None:
-        self._config = _Config(fault, delay_seconds, tuple(hold_methods))
+        self._config = _Config(fault, delay_seconds, tuple(hold_methods), hold_containing)
         if drop_existing:
 
             async def drop() -> None:
@@ -104,9 +106,12 @@ class FaultProxy:
             asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=10)
 
     @contextlib.contextmanager
-    def holding(self, methods: tuple[str, ...] = ("POST",)) -> Iterator[FaultProxy]:
-        """HOLD_ANSWER for `methods` inside the block, PASS after it (also when the block fails)."""
-        self.set_fault(Fault.HOLD_ANSWER, hold_methods=methods)
+    def holding(
+        self, methods: tuple[str, ...] = ("POST",), containing: bytes | None = None
+    ) -> Iterator[FaultProxy]:
+        """HOLD_ANSWER for `methods` (only requests containing `containing`, if given) inside the block, PASS
+        after it (also when the block fails)."""
+        self.set_fault(Fault.HOLD_ANSWER, hold_methods=methods, hold_containing=containing)
         try:
             yield self
         finally:
@@ -158,10 +163,13 @@ class FaultProxy:
 
     def _maybe_hold(self, chunk: bytes, held: asyncio.Event) -> None:
         # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
-        # chunk; it is judged before the bytes go upstream, hence before any answer can come back.
+        # chunk; it is judged before the bytes go upstream, hence before any answer can come back. A small
+        # JSON body travels in the same chunk as its headers (http.client sends them in one write).
         config = self._config
-        if config.fault is Fault.HOLD_ANSWER and any(
-            chunk.startswith(method.encode() + b" ") for method in config.hold_methods
+        if (
+            config.fault is Fault.HOLD_ANSWER
+            and any(chunk.startswith(method.encode() + b" ") for method in config.hold_methods)
+            and (config.hold_containing is None or config.hold_containing in chunk)
         ):
             held.set()
 
