@@ -176,3 +176,16 @@ async def test_a_flavor_given_by_id_is_resolved_once_and_never_resized(h: Server
     await polls(h, 3)
     assert h.nova.resizes == [] and h.nova.count(io.FLAVOR_NAME.name) == 1
     assert h.nova.count(io.RESIZE_ACTIONS.name) == 0  # nothing to attribute: not counted
+
+
+async def test_P2_an_unsettled_resize_blocks_the_rebuild_until_it_is_confirmed(h: ServerHarness) -> None:
+    wf = await ready(h)
+    server = h.nova.only()
+    await h.signal(wf, 2, sized(SMALL))
+    await h.until(lambda: resize_state(h) == "Resizing", "resize accepted")  # RESIZE, in flight
+    await h.signal(wf, 3, sized(SMALL, NEW))
+    await polls(h, 3)
+    assert h.nova.submits == [] and h.status().get("rebuild") is None
+    server.finish_resize()
+    await h.until(lambda: h.nova.submits == [NEW], "rebuilt once the resize was confirmed")
+    assert resize_state(h) == "Confirmed" and counted(h) == (1, 1)
