@@ -25,21 +25,28 @@ from osprov.api.errors import UNKNOWN_OUTCOME
 from osprov.api.nova_io import (
     ATTACH_VOLUME,
     AWAIT_SERVER,
+    CONFIRM_RESIZE,
     CREATE_SERVER,
     DELETE_SERVER,
     DETACH_VOLUME,
     FIND_IMPORTED_SERVER,
     FIND_SERVER,
+    FLAVOR_NAME,
     GET_SERVER,
     REBUILD,
+    RESIZE,
+    RESIZE_ACTIONS,
     SET_METADATA,
     AttachResult,
     AwaitServer,
     CreateServer,
     FindImportedServer,
     FindServer,
+    FlavorRef,
     Project,
     Rebuild,
+    Resize,
+    ResizeActions,
     ServerId,
     ServerLookup,
     ServerRead,
@@ -67,6 +74,8 @@ def _checked(resp: requests.Response) -> requests.Response:
 def _read(raw: dict[str, Any]) -> ServerRead:
     image = raw.get("image")
     image_id = image.get("id") if isinstance(image, dict) else None
+    flavor = raw.get("flavor")
+    flavor_name = flavor.get("original_name") if isinstance(flavor, dict) else None
     mac = None
     for ports in (raw.get("addresses") or {}).values():
         if ports:
@@ -81,6 +90,7 @@ def _read(raw: dict[str, Any]) -> ServerRead:
         launched_at=raw.get("OS-SRV-USG:launched_at") or None,
         mac_address=mac,
         metadata={str(k): str(v) for k, v in (raw.get("metadata") or {}).items()},
+        flavor=str(flavor_name) if flavor_name else None,
     )
 
 
@@ -129,7 +139,12 @@ def get_server(req: ServerId) -> ServerLookup:
 async def await_server(req: AwaitServer) -> ServerLookup:
     """One activity for a whole wait on Nova (a build or an accepted rebuild; a read every 0.5 s, as a
     plain script polls) instead of a workflow timer and a pass per read; returns the last read."""
-    return await poll(lambda: get_server(req.server), settled, req.interval_seconds, req.within_seconds)
+    return await poll(
+        lambda: get_server(req.server),
+        lambda found: settled(found, req.busy_statuses),
+        req.interval_seconds,
+        req.within_seconds,
+    )
 
 
 @implements(CREATE_SERVER)
@@ -216,6 +231,66 @@ def rebuild(req: Rebuild) -> None:
             ) from None
         _checked(resp)
     log.info("rebuild accepted", server_id=req.server_id, image_id=req.image_id)
+
+
+# --- resize (docs/resize.md) -----------------------------------------------------------------------
+
+
+def _post_once(req_project: Project, server_id: str, body: dict[str, Any], action: str) -> None:
+    """One POST /servers/{id}/action, never retried: an answer lost after the request may have left is an
+    UnknownOutcome (the workflow attributes it from Nova's instance actions); 409 comes back as Conflict."""
+    conn = _conn(req_project)
+    with openstack_errors(action, service="Nova"):
+        try:
+            resp = conn.compute.post(f"/servers/{server_id}/action", json=body, microversion=MICROVERSION)
+        except (ksa_exceptions.ConnectFailure, requests.exceptions.ConnectionError):
+            raise  # refused before anything was sent: Transient is accurate
+        except (ksa_exceptions.ClientException, requests.exceptions.RequestException) as exc:
+            log.warning("outcome unknown", server_id=server_id, action=action, error=type(exc).__name__)
+            raise error(
+                UNKNOWN_OUTCOME, f"{action}: no answer from Nova ({type(exc).__name__}); re-reading"
+            ) from None
+        _checked(resp)
+
+
+@implements(FLAVOR_NAME)
+def flavor_name(req: FlavorRef) -> str:
+    """The name of the flavor spec.flavor names (by name or ID), as GET /servers shows it."""
+    with openstack_errors(f"find flavor {req.flavor}", service="Nova"):
+        flavor = _conn(req.project).compute.find_flavor(req.flavor, ignore_missing=True)
+        if flavor is None:
+            raise error("Invalid", f"flavor {req.flavor!r} does not exist in Nova")
+        return str(flavor.name)
+
+
+@implements(RESIZE)
+def resize(req: Resize) -> None:
+    """The resize, sent once (the workflow's retry policy has maximum_attempts=1)."""
+    conn = _conn(req.project)
+    with openstack_errors(f"find flavor {req.flavor}", service="Nova"):
+        flavor = conn.compute.find_flavor(req.flavor, ignore_missing=True)
+        if flavor is None:
+            raise error("Invalid", f"flavor {req.flavor!r} does not exist in Nova")
+    action = f"resize server {req.server_id} to flavor {req.flavor}"
+    _post_once(req.project, req.server_id, {"resize": {"flavorRef": flavor.id}}, action)
+    log.info("resize accepted", server_id=req.server_id, flavor=req.flavor)
+
+
+@implements(CONFIRM_RESIZE)
+def confirm_resize(req: ServerId) -> None:
+    """confirmResize, sent once; only for a VERIFY_RESIZE the workflow attributed to its own resize."""
+    _post_once(
+        req.project, req.server_id, {"confirmResize": None}, f"confirm resize of server {req.server_id}"
+    )
+    log.info("resize confirm accepted", server_id=req.server_id)
+
+
+@implements(RESIZE_ACTIONS)
+def resize_actions(req: ServerId) -> ResizeActions:
+    """Count the server's resize and confirmResize instance actions (the attribution evidence)."""
+    with openstack_errors(f"list instance actions of server {req.server_id}", service="Nova"):
+        names = [a.action for a in _conn(req.project).compute.server_actions(req.server_id)]
+        return ResizeActions(resizes=names.count("resize"), confirms=names.count("confirmResize"))
 
 
 # --- volume attachments (volumes.md "Server attachments": observe in Cinder, write through Nova) -------
@@ -328,6 +403,10 @@ ACTIVITIES: list[Any] = [
     delete_server,
     set_metadata,
     rebuild,
+    flavor_name,
+    resize,
+    confirm_resize,
+    resize_actions,
     attach_volume,
     detach_volume,
 ]

@@ -28,7 +28,6 @@ from osprov.api.limits import KeypairName, Tags, UserData, immutable_if_set
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available
 DEVICE_PATTERN = r"^/dev/[a-z0-9]+$"
-FLAVOR_IMMUTABLE_MESSAGE = "spec.flavor cannot change: resizing is not supported; replace the Server"
 # Spec level, so adding networks to a server created without them is caught too (absent = []).
 NETWORKS_IMMUTABLE_RULE = (
     "(has(self.networks) ? self.networks : []) == (has(oldSelf.networks) ? oldSelf.networks : [])"
@@ -75,6 +74,16 @@ class RebuildState(StrEnum):
     FAILED = "Failed"
 
 
+class ResizeState(StrEnum):
+    """Forward-only: Initiated < Resizing < Confirming < Confirmed = Failed (docs/resize.md)."""
+
+    INITIATED = "Initiated"
+    RESIZING = "Resizing"
+    CONFIRMING = "Confirming"
+    CONFIRMED = "Confirmed"
+    FAILED = "Failed"
+
+
 class ServerNetwork(CamelModel):
     network_id: str = Field(
         alias="networkID", min_length=1, max_length=255, description="Neutron network ID."
@@ -113,10 +122,8 @@ class ServerSpec(CloudSpec):
     flavor: str = Field(
         min_length=1,
         max_length=255,
-        description="Nova flavor name or ID. Immutable.",
-        json_schema_extra={
-            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": FLAVOR_IMMUTABLE_MESSAGE}]
-        },
+        description="Nova flavor name or ID. Changing it on a server that has booted resizes the server in "
+        "place (same UUID, ports and volumes; resized, then confirmed).",
     )
     image_id: str = Field(
         alias="imageID",
@@ -184,6 +191,47 @@ class RebuildMarker(StatusModel):
         return self.model_copy(update={"state": state})
 
 
+_RESIZE_RANK = {
+    ResizeState.INITIATED: 1,
+    ResizeState.RESIZING: 2,
+    ResizeState.CONFIRMING: 3,
+    ResizeState.CONFIRMED: 4,
+    ResizeState.FAILED: 4,
+}
+
+
+class ResizeMarker(StatusModel):
+    """The write-ahead resize intent (docs/resize.md, "the marker"): workflow state, mirrored to status.resize.
+
+    The action counts attribute an unknown outcome without a resend: Nova records every accepted resize and
+    confirmResize as an instance action, so a count above the one taken before the call means it was accepted.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    target_flavor: str = Field(description="Flavor name the resize converges toward.")
+    state: ResizeState = Field(description="Initiated | Resizing | Confirming | Confirmed | Failed.")
+    resize_actions: int | None = Field(
+        default=None,
+        description="Nova's resize instance actions on the server when the resize was armed (None: recount).",
+    )
+    confirm_actions: int | None = Field(
+        default=None, description="Nova's confirmResize instance actions when the confirm was armed."
+    )
+
+    @property
+    def rank(self) -> int:
+        return _RESIZE_RANK[self.state]
+
+    @property
+    def settled(self) -> bool:
+        """Confirmed or Failed: nothing of this resize is in flight (a rebuild may be armed)."""
+        return self.rank == _RESIZE_RANK[ResizeState.CONFIRMED]
+
+    def with_state(self, state: ResizeState, **counts: int | None) -> ResizeMarker:
+        return self.model_copy(update={"state": state, **counts})
+
+
 class ServerVolumeStatus(StatusModel):
     name: str = Field(description="Name of the Volume resource.")
     device: str | None = Field(default=None, description="Guest device Nova reports for the attachment.")
@@ -205,6 +253,10 @@ class ServerStatus(CloudStatus):
     )
     mac_address: str | None = Field(default=None, description="MAC address of the first port, once ACTIVE.")
     rebuild: RebuildMarker | None = Field(default=None, description="Pending image rebuild, if any.")
+    flavor: str | None = Field(default=None, description="Flavor name Nova reports for the server.")
+    resize: ResizeMarker | None = Field(
+        default=None, description="The latest resize (spec.flavor change): pending, Confirmed or Failed."
+    )
     volumes: list[ServerVolumeStatus] | None = Field(
         default=None,
         description="Attachment status per Volume resource.",

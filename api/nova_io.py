@@ -81,6 +81,29 @@ class Rebuild(_Model):
     image_id: str
 
 
+class Resize(_Model):
+    """POST /servers/{id}/action {"resize": {"flavorRef": <the flavor's ID>}} — the flavor by name."""
+
+    project: Project
+    server_id: str
+    flavor: str
+
+
+class FlavorRef(_Model):
+    """Resolve spec.flavor (a name or an ID) to the flavor's name, as a server read shows it."""
+
+    project: Project
+    flavor: str
+
+
+class ResizeActions(_Model):
+    """How many resize and confirmResize instance actions Nova lists for the server (GET
+    /servers/{id}/os-instance-actions): every accepted call is one, never removed while the server exists."""
+
+    resizes: int
+    confirms: int
+
+
 class ServerRead(_Model):
     """One fresh GET /servers/{id}: what the Server workflow decides from."""
 
@@ -92,6 +115,7 @@ class ServerRead(_Model):
     launched_at: str | None  # OS-SRV-USG:launched_at
     mac_address: str | None = None  # first port's MAC (addresses[*][0] OS-EXT-IPS-MAC:mac_addr)
     metadata: dict[str, str] = Field(default_factory=dict)
+    flavor: str | None = None  # flavor.original_name (microversion >= 2.47); None when unreadable
 
 
 class ServerLookup(_Model):
@@ -107,14 +131,17 @@ class AwaitServer(_Model):
     server: ServerId
     interval_seconds: float = 0.5
     within_seconds: float = 60.0
+    busy_statuses: tuple[
+        str, ...
+    ] = ()  # also wait while the status is one of these (a confirm: VERIFY_RESIZE)
 
 
-def settled(found: ServerLookup) -> bool:
+def settled(found: ServerLookup, busy_statuses: tuple[str, ...] = ()) -> bool:
     read = found.server
     return (
         read is None
         or read.status == "ERROR"
-        or (not read.task_state and read.status not in ("BUILD", "REBUILD"))
+        or (not read.task_state and read.status not in ("BUILD", "REBUILD", *busy_statuses))
     )
 
 
@@ -149,6 +176,10 @@ CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server
 DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
 SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))
 REBUILD: Activity[Rebuild, None] = Activity("nova.rebuild", Rebuild, type(None))
+RESIZE: Activity[Resize, None] = Activity("nova.resize", Resize, type(None))
+CONFIRM_RESIZE: Activity[ServerId, None] = Activity("nova.confirm_resize", ServerId, type(None))
+RESIZE_ACTIONS: Activity[ServerId, ResizeActions] = Activity("nova.resize_actions", ServerId, ResizeActions)
+FLAVOR_NAME: Activity[FlavorRef, str] = Activity("nova.flavor_name", FlavorRef, str)
 ATTACH_VOLUME: Activity[VolumeAttachment, AttachResult] = Activity(
     "nova.attach_volume", VolumeAttachment, AttachResult
 )

@@ -13,7 +13,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from osprov.api.identity_io import IdentityAnswer, IdentityUser
 from osprov.api.keystone_io import Grant
-from osprov.api.nova import RebuildMarker, ServerPhase, ServerVolumeStatus
+from osprov.api.nova import RebuildMarker, ResizeMarker, ServerPhase, ServerVolumeStatus
 from osprov.api.ownership import ObjectKey, ObjectResult
 
 
@@ -149,3 +149,8 @@ class ServerState(CloudKindState):
     waits: int = 0  # re-checks in a row while waiting on Nova (the wait backoff exponent)
     delete_sent: list[str] = Field(default_factory=list)  # IDs finalize asked Nova to delete (sent once)
     offered_image: str | None = None  # the last spec.imageID found offered by the region inventory
+    resize: ResizeMarker | None = None  # the write-ahead resize intent (resize.md: "the marker")
+    flavor: str | None = None  # flavor name of the latest read (status.flavor)
+    flavor_ref: str | None = None  # the spec.flavor last resolved to a name (an ID or a name) ...
+    flavor_name: str | None = None  # ... and that name (resolved once per spec.flavor value)
+    resize_parked: bool = False  # Z1: the resize failed; waiting for a new flavor

@@ -100,10 +100,16 @@ class Decision:
         return f"{self.rule}: {self.why}"
 
 
-def reconcile_pass(marker: RebuildMarker | None, obs: Observation, desired: str | None) -> Decision:  # noqa: C901 - rebuild.md's P-table, one branch per row
-    """One pass of the reconciler over a fresh read, checked in the spec's order (P1…P7e)."""
+def reconcile_pass(  # noqa: C901 - rebuild.md's P-table, one branch per row
+    marker: RebuildMarker | None, obs: Observation, desired: str | None, resize_busy: bool = False
+) -> Decision:
+    """One pass of the reconciler over a fresh read, checked in the spec's order (P1…P7e).
+
+    `resize_busy`: a resize marker is neither Confirmed nor Failed (docs/resize.md); no rebuild is armed then."""
     if not desired:
         return Decision("P1", Action.DONE, None, "no image in the spec")
+    if resize_busy and obs.ref != desired and (marker is None or marker.target_image_id != desired):
+        return Decision("P2", Action.WAIT, marker, "waiting for the resize to settle before rebuilding")
     if marker is not None and marker.target_image_id != desired:
         # Allowed even over a parked Failed: a different image is the designed recovery.
         return Decision(

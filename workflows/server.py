@@ -1,4 +1,4 @@
-"""Server: a Nova server named server-{uid} — create/adopt, health monitor, image rebuild exactly once.
+"""Server: a Nova server named server-{uid} — create/adopt, health monitor, image rebuild and resize exactly once.
 
 Contracts: ../shared/spec/rebuild.md (decisions in workflows/rebuild.py) and the seed's Nova bullets.
 Every pass starts from one fresh GET of the server. The monitor (M*) and the reconciler (P*) are this
@@ -9,6 +9,7 @@ on a durable timer (MONITOR_SECONDS) through the entity loop's resync.
 The rebuild marker lives in workflow state (ServerState.rebuild) and is mirrored to status.rebuild.
 Arming and submitting happen in different passes, and passes are separated by a durable timer, so the
 armed marker is in history (the workflow task that set it completed) before Nova is asked to rebuild.
+A changed spec.flavor is resized by workflows/server_resize.py (docs/resize.md) before the rebuild part runs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeUpdate
+from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -43,6 +44,14 @@ with workflow.unsafe.imports_passed_through():
         monitor,
         reconcile_pass,
     )
+    from osprov.workflows.resize import unsettled
+    from osprov.workflows.server_resize import (
+        PATCH_RESIZE,
+        RESIZE_PARK_MESSAGE,
+        SUBMIT_ONCE,
+        SUBMIT_TIMEOUT,
+        resize_step,
+    )
     from osprov.workflows.server_volumes import reconcile_attachments
     from osprov.workflows.tenancy import CloudEntity
 
@@ -52,9 +61,6 @@ MONITOR_SECONDS = 30.0  # health poll of a converged server
 WAIT_FIRST_SECONDS, WAIT_GROWTH, WAIT_MAX_SECONDS = 1.0, 1.5, 10.0
 MAX_CREATE_ATTEMPTS = 3  # a server that errors before its first boot is recreated at most this often in all
 DELETE_POLL_SECONDS = 2.0  # runs that started deleting before PATCH_FINALIZE_REQUEUE
-# The destructive call: one attempt only; an unknown outcome is resolved by a fresh read, never a resend.
-SUBMIT_ONCE = RetryPolicy(maximum_attempts=1)
-SUBMIT_TIMEOUT = timedelta(seconds=30)
 PATCH_REBUILD_ATTRIBUTE = "server-rebuild-search-attribute"  # upserts OsprovRebuild (new commands)
 PATCH_PHASE_DELETING = "server-phase-deleting"  # the Deleting status write during finalize (new command)
 # Deleting as passes of the entity loop, one read each (new commands: the loop's timer, no GET poll).
@@ -79,11 +85,15 @@ _HEALTH: dict[str, tuple[bool | None, HealthyReason]] = {
     "ERROR": (False, HealthyReason.ERRORED),
     "REBUILD": (False, HealthyReason.PROVISIONING),
     "BUILD": (False, HealthyReason.PROVISIONING),
+    "RESIZE": (False, HealthyReason.PROVISIONING),
+    "VERIFY_RESIZE": (False, HealthyReason.PROVISIONING),
     "UNKNOWN": (None, HealthyReason.UNKNOWN),
 }
 _PHASE = {
     "BUILD": ServerPhase.BUILDING,
     "REBUILD": ServerPhase.BUILDING,
+    "RESIZE": ServerPhase.BUILDING,
+    "VERIFY_RESIZE": ServerPhase.BUILDING,
     "ACTIVE": ServerPhase.RUNNING,
     "SHUTOFF": ServerPhase.STOPPED,
     "ERROR": ServerPhase.ERROR,
@@ -172,6 +182,8 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         # "P7a: waiting for first boot") instead of the loop's generic idle text.
         if step.startswith("idle") and self.k.parked:
             step = f"P4a: parked: {PARK_MESSAGE}"
+        elif step.startswith("idle") and self.k.resize_parked:
+            step = f"Z1: parked: {RESIZE_PARK_MESSAGE}"
         elif step.startswith("idle") and self.st.retry_at is not None and self.k.step:
             step = f"{self.k.step} (re-check at {self.st.retry_at:%H:%M:%S})"
         elif not step.startswith(("idle", "reconciling")):
@@ -198,6 +210,8 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             mac_address=k.mac_address,
             volumes=k.volumes,
             rebuild=k.rebuild,  # a cleared marker is sent as null (workflows/status.py)
+            flavor=k.flavor,
+            resize=k.resize,
         )
 
     # ----- one pass ------------------------------------------------------------------------------
@@ -223,6 +237,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             )
             return await self.settle(project, booting)
         await self.ensure_metadata(spec, project, read)
+        if workflow.patched(PATCH_RESIZE):
+            resized = await resize_step(self, spec, project, read, health)
+            if resized is not None:
+                return resized
         return await self.rebuild_pass(spec, project, obs, health)
 
     async def observe_import(self, spec: ServerSpec) -> Outcome:
@@ -389,7 +407,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
     async def rebuild_pass(
         self, spec: ServerSpec, project: io.Project, obs: Observation, health: ConditionState
     ) -> Outcome:
-        decision = reconcile_pass(self.k.rebuild, obs, spec.image_id)
+        decision = reconcile_pass(self.k.rebuild, obs, spec.image_id, unsettled(self.k.resize))
         self.set_step(decision.step)
         if decision.action is Action.ARM and not self.gate.passes(
             spec, "rebuild", f"rebuilding server {self.k.server_id} with image {spec.image_id}"
@@ -486,7 +504,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         self.set_step("P7e: rebuild accepted; waiting for it to settle")
         return await self.settle(project, self.accepted_stamp("rebuild accepted"))
 
-    async def settle(self, project: io.Project, waiting: Outcome) -> Outcome:
+    async def settle(self, project: io.Project, waiting: Outcome, busy: tuple[str, ...] = ()) -> Outcome:
         """Wait out a build or an accepted rebuild in one activity (the status says what it waits for
         first). Settled: the next pass (a fresh read, the rules decide) follows at once; else the loop's
         growing timer, as before. Never used between arm and submit, nor for the protocol's own re-checks."""
@@ -501,15 +519,21 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
                 io.AwaitServer(
                     server=io.ServerId(project=project, server_id=server_id),
                     within_seconds=AWAIT_WITHIN_SECONDS,
+                    busy_statuses=busy,
                 ),
                 summary=f"wait for Nova: server {server_id} to finish its build or rebuild (a read every 0.5 s)",
                 timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
             )
         )
-        if found is None or not io.settled(found):  # news cut it short, or Nova is still busy
+        if found is None or not io.settled(found, busy):  # news cut it short, or Nova is still busy
             return waiting
         self.k.waits = 0
         return waiting.model_copy(update={"requeue_after": NEXT_PASS_SECONDS})
+
+    async def publish_now(self, conditions: list[ConditionState]) -> None:
+        """Write the status (and its mirrors) within the pass, e.g. an armed marker before its submit."""
+        if self.st.desired is not None:
+            await self._publish(self.st.desired, conditions)
 
     # ----- outcomes ------------------------------------------------------------------------------
     def provisioning(

@@ -47,6 +47,7 @@ class _Config:
     fault: Fault = Fault.PASS
     delay_seconds: float = 0.0
     hold_methods: tuple[str, ...] = ()
+    hold_containing: bytes | None = None  # hold only requests whose bytes contain this (e.g. an action name)
 
 
 class FaultProxy:
@@ -97,8 +98,9 @@ class FaultProxy:
         delay_seconds: float = 0.0,
         drop_existing: bool = False,
         hold_methods: tuple[str, ...] = ("POST",),
+        hold_containing: bytes | None = None,
     ) -> None:
-        self._config = _Config(fault, delay_seconds, tuple(hold_methods))
+        self._config = _Config(fault, delay_seconds, tuple(hold_methods), hold_containing)
         if drop_existing:
 
             async def drop() -> None:
@@ -109,11 +111,14 @@ class FaultProxy:
 
     @contextlib.contextmanager
     def holding(
-        self, methods: tuple[str, ...] = ("POST",), fault: Fault = Fault.HOLD_ANSWER
+        self,
+        methods: tuple[str, ...] = ("POST",),
+        fault: Fault = Fault.HOLD_ANSWER,
+        containing: bytes | None = None,
     ) -> Iterator[FaultProxy]:
-        """HOLD_ANSWER (or HOLD_REQUEST) for `methods` inside the block, PASS after it (also when the block
-        fails)."""
-        self.set_fault(fault, hold_methods=methods)
+        """HOLD_ANSWER (or HOLD_REQUEST) for `methods` (only requests containing `containing`, if given)
+        inside the block, PASS after it (also when the block fails)."""
+        self.set_fault(fault, hold_methods=methods, hold_containing=containing)
         try:
             yield self
         finally:
@@ -166,10 +171,13 @@ class FaultProxy:
 
     def _maybe_hold(self, chunk: bytes, held: asyncio.Event, kept: asyncio.Event) -> None:
         # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
-        # chunk; it is judged before the bytes go upstream, hence before any answer can come back.
+        # chunk; it is judged before the bytes go upstream, hence before any answer can come back. A small
+        # JSON body travels in the same chunk as its headers (http.client sends them in one write).
         config = self._config
-        if config.fault not in (Fault.HOLD_ANSWER, Fault.HOLD_REQUEST) or not any(
-            chunk.startswith(method.encode() + b" ") for method in config.hold_methods
+        if (
+            config.fault not in (Fault.HOLD_ANSWER, Fault.HOLD_REQUEST)
+            or not any(chunk.startswith(method.encode() + b" ") for method in config.hold_methods)
+            or (config.hold_containing is not None and config.hold_containing not in chunk)
         ):
             return
         held.set()

@@ -64,6 +64,8 @@ def nova_conf(secrets: Secrets) -> str:
                 "heal_instance_info_cache_interval": -1,
                 "vif_plugging_is_fatal": False,
                 "vif_plugging_timeout": 0,
+                # One compute host: a resize (Server spec.flavor) can only land on the host it left.
+                "allow_resize_to_same_host": True,
             },
             "api": {"auth_strategy": "keystone"},
             "wsgi": {"api_paste_config": str(paste)},

@@ -73,7 +73,6 @@ def test_defaults_are_applied(applied: RunningEmulator) -> None:
     ("resource", "patch_type", "patch", "message"),
     [
         ("volume/demo-data", "merge", {"spec": {"volumeClassID": "t-2"}}, "spec.volumeClassID cannot change"),
-        ("server/demo-server", "merge", {"spec": {"flavor": "m1.large"}}, "spec.flavor cannot change"),
         (
             "server/demo-server",
             "merge",

@@ -254,3 +254,11 @@ async def load_balancer_planned(h: Harness, _: str) -> str:
 
 # Recorded as LoadBalancer-plan.json: the Update `plan` (reads only) before a member change.
 SCENARIOS["LoadBalancer-plan"] = load_balancer_planned
+
+
+async def server_resized(h: Harness, _: str) -> str:
+    return await fakes_nova.resize_scenario(h, "Server")
+
+
+# Recorded as Server-resize.json: the patched resize path (server-resize): resize, attribution, confirm.
+SCENARIOS["Server-resize"] = server_resized

@@ -20,6 +20,7 @@ BOOTED = "2026-01-01T00:00:00.000000"
 # accept: Nova accepts (ref flips with task_state); conflict: 409; lost_accepted: accepted, but the
 # answer never arrives (UnknownOutcome); lost: the request never reached Nova (UnknownOutcome).
 SubmitOutcome = Literal["accept", "conflict", "lost_accepted", "lost"]
+FLAVORS = {"1": "m1.tiny", "2": "m1.small", "3": "m1.medium"}  # ID -> name
 
 
 @dataclass
@@ -32,6 +33,9 @@ class FakeServer:
     launched_at: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     foreign: bool = False  # another project's server: found by ID only with admin eyes, never imported
+    flavor: str = "m1.tiny"
+    actions: list[str] = field(default_factory=list)  # Nova's instance actions: resize, confirmResize
+    resizing_to: str | None = None  # the flavor of an accepted resize, until finish_resize()
 
     def read(self) -> io.ServerRead:
         return io.ServerRead(
@@ -43,7 +47,18 @@ class FakeServer:
             launched_at=self.launched_at,
             mac_address="fa:16:3e:00:00:01" if self.status == "ACTIVE" else None,
             metadata=dict(self.metadata),
+            flavor=self.flavor,
         )
+
+    def finish_resize(self) -> None:
+        """Nova's compute side of an accepted resize: VERIFY_RESIZE with the new flavor."""
+        assert self.resizing_to is not None
+        self.status, self.task_state, self.flavor = "VERIFY_RESIZE", None, self.resizing_to
+
+    def resize_outside(self, flavor: str) -> None:
+        """Someone else's resize (not osprov's): it waits in VERIFY_RESIZE."""
+        self.actions.append("resize")
+        self.status, self.task_state, self.flavor = "VERIFY_RESIZE", None, flavor
 
     def boot(self) -> None:
         self.status, self.task_state = "ACTIVE", None
@@ -60,6 +75,10 @@ class FakeNova:
     submits: list[str] = field(default_factory=list)  # image of every rebuild POST sent
     accepted: list[str] = field(default_factory=list)  # image of every rebuild Nova accepted
     submit_outcomes: list[SubmitOutcome] = field(default_factory=list)  # default: accept
+    resize_outcomes: list[SubmitOutcome] = field(default_factory=list)  # default: accept
+    confirm_outcomes: list[SubmitOutcome] = field(default_factory=list)  # default: accept
+    resizes: list[str] = field(default_factory=list)  # flavor of every resize POST sent
+    confirms: int = 0  # confirmResize POSTs sent
     boot_on_create: bool = True  # created servers are ACTIVE (booted) at once
     vanish_on_delete: bool = True
     # Volume resource name -> (server ID it is attached to, device); absent name = no such Volume.
@@ -122,6 +141,7 @@ class FakeNova:
                 return existing[0].read()
             server = nova.add(req.name, req.image_id, booted=nova.boot_on_create)
             server.metadata = dict(req.metadata)
+            server.flavor = FLAVORS.get(req.flavor, req.flavor)
             return server.read()
 
         @activity.defn(name=io.DELETE_SERVER.name)
@@ -155,6 +175,49 @@ class FakeNova:
             if outcome.startswith("lost"):
                 raise errors.error(api_errors.UNKNOWN_OUTCOME, "rebuild: no answer from Nova")
 
+        @activity.defn(name=io.FLAVOR_NAME.name)
+        async def flavor_name(req: io.FlavorRef) -> str:
+            nova.calls.append(io.FLAVOR_NAME.name)
+            if req.flavor in FLAVORS.values():
+                return req.flavor
+            if req.flavor in FLAVORS:
+                return FLAVORS[req.flavor]
+            raise errors.error("Invalid", f"flavor {req.flavor!r} does not exist in Nova")
+
+        @activity.defn(name=io.RESIZE_ACTIONS.name)
+        async def resize_actions(req: io.ServerId) -> io.ResizeActions:
+            nova.calls.append(io.RESIZE_ACTIONS.name)
+            acts = nova.servers[req.server_id].actions
+            return io.ResizeActions(resizes=acts.count("resize"), confirms=acts.count("confirmResize"))
+
+        @activity.defn(name=io.RESIZE.name)
+        async def resize(req: io.Resize) -> None:
+            nova.calls.append(io.RESIZE.name)
+            nova.resizes.append(req.flavor)
+            outcome = nova.resize_outcomes.pop(0) if nova.resize_outcomes else "accept"
+            server = nova.servers[req.server_id]
+            if outcome == "conflict":
+                raise errors.conflict("resize: Nova reports a conflict")
+            if outcome in ("accept", "lost_accepted"):
+                server.actions.append("resize")  # recorded with task_state at accept
+                server.status, server.task_state, server.resizing_to = "RESIZE", "resize_prep", req.flavor
+            if outcome.startswith("lost"):
+                raise errors.error(api_errors.UNKNOWN_OUTCOME, "resize: no answer from Nova")
+
+        @activity.defn(name=io.CONFIRM_RESIZE.name)
+        async def confirm_resize(req: io.ServerId) -> None:
+            nova.calls.append(io.CONFIRM_RESIZE.name)
+            nova.confirms += 1
+            outcome = nova.confirm_outcomes.pop(0) if nova.confirm_outcomes else "accept"
+            server = nova.servers[req.server_id]
+            if outcome == "conflict":
+                raise errors.conflict("confirm resize: Nova reports a conflict")
+            if outcome in ("accept", "lost_accepted"):
+                server.actions.append("confirmResize")
+                server.status, server.resizing_to = "ACTIVE", None
+            if outcome.startswith("lost"):
+                raise errors.error(api_errors.UNKNOWN_OUTCOME, "confirm resize: no answer from Nova")
+
         @activity.defn(name=io.ATTACH_VOLUME.name)
         async def attach_volume(req: io.VolumeAttachment) -> io.AttachResult:
             nova.calls.append(io.ATTACH_VOLUME.name)
@@ -185,6 +248,10 @@ class FakeNova:
             delete_server,
             set_metadata,
             rebuild,
+            flavor_name,
+            resize_actions,
+            resize,
+            confirm_resize,
             attach_volume,
             detach_volume,
         ]
@@ -257,5 +324,36 @@ async def observe_scenario(h: Any, kind: str) -> str:
         reads = nova.count(io.FIND_IMPORTED_SERVER.name)
         await sh.until(lambda: nova.count(io.FIND_IMPORTED_SERVER.name) > reads, "monitor read")
         await sh.signal(wf, 1, spec, deleting=True)
+        await wf.result()
+        return str(wf.id)
+
+
+async def resize_scenario(h: Any, kind: str) -> str:
+    """tests/replay scenario for a resize (patch server-resize): created m1.tiny, resized to m1.small with its
+    answer lost (attributed by the action count), VERIFY_RESIZE confirmed, a monitor read, then deleted."""
+    from temporalio.worker import Worker
+
+    from osprov.workflows.all import WORKFLOWS
+    from tests.workflows.test_server_workflow import ServerHarness, spec
+
+    nova = FakeNova(resize_outcomes=["lost_accepted"])
+    queue = f"{h.queue}-nova"
+    activities = h.cloud.activities() + nova.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        sh = ServerHarness(h.env, h.cloud, queue)
+        sh.nova = nova
+        finalizers = ["nova.osh.openstack.org/finalizer"]
+        wf = await sh.apply(kind, spec("img-a"), name="resized", uid="replay-server-resize")
+        await sh.until(lambda: sh.condition().get("status") == "True", "server available")
+        await sh.signal(wf, 2, spec("img-a", flavor="m1.small"), finalizers=finalizers)
+        await sh.until(
+            lambda: (sh.status().get("resize") or {}).get("state") == "Resizing", "resize attributed"
+        )
+        nova.only().finish_resize()
+        await sh.until(lambda: (sh.status().get("resize") or {}).get("state") == "Confirmed", "confirmed")
+        await sh.until(lambda: sh.condition()["status"] == "True", "available again")
+        reads = nova.count(io.GET_SERVER.name)
+        await sh.until(lambda: nova.count(io.GET_SERVER.name) > reads, "monitor read")
+        await sh.signal(wf, 2, spec("img-a", flavor="m1.small"), deleting=True, finalizers=finalizers)
         await wf.result()
         return str(wf.id)

@@ -110,3 +110,13 @@ async def test_the_operators_namespace_gate_holds_a_deletion_the_spec_did_not_as
     await h.signal(wf, 2, spec(), annotations={APPROVE: "delete:2"}, **deleting)
     assert await wf.result() == "deleted"
     assert h.nova.count(io.DELETE_SERVER.name) == 1
+
+
+async def test_gated_resize_arms_nothing_until_its_flavor_is_approved(h: ServerHarness) -> None:
+    wf = await ready(h, manual())
+    await h.signal(wf, 2, manual() | {"flavor": "m1.small"})
+    await h.until(lambda: awaiting(h, "resize:2"), "the resize awaits approval of generation 2")
+    await h.env.sleep(120)
+    assert h.nova.resizes == [] and ((await h.state(wf)).kind or {})["resize"] is None  # not armed
+    await h.signal(wf, 2, manual() | {"flavor": "m1.small"}, annotations={APPROVE: "resize:2"})
+    await h.until(lambda: h.nova.resizes == ["m1.small"], "the approved resize is submitted once")

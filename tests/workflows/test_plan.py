@@ -164,3 +164,13 @@ async def test_keystone_plan_names_the_create_the_update_and_what_is_never_writt
     )
     assert adopted.calls == [] and "never written" in adopted.then
     assert [c for c in h.cloud.calls if c in (keystone_io.CREATE.name, keystone_io.UPDATE.name)] == writes
+
+
+async def test_server_plan_of_a_flavor_change_is_the_resize_Z17_and_sends_nothing(sh: ServerHarness) -> None:
+    wf = await sh.apply("Server", server_spec(OLD))
+    await sh.until(lambda: sh.condition().get("status") == "True", "server available")
+    plan = await wf.execute_update(UPDATE_PLAN, server_spec(OLD, flavor="m1.small"), result_type=Plan)
+    [call] = plan.calls
+    assert (call.rule, call.activity) == ("Z17", nova_io.RESIZE.name)
+    assert call.request == {"server_id": sh.nova.only().id, "flavor": "m1.small"}
+    assert sh.nova.resizes == [] and ((await sh.state(wf)).kind or {})["resize"] is None

@@ -100,6 +100,31 @@ PASS_ROWS = [
     ("P7e", m(S.INITIATED), obs("ERROR", OLD), NEW, Action.SUBMIT, m(S.INITIATED)),  # intent, not a park
 ]
 
+# P2 (docs/resize.md): an un-settled resize marker blocks arming a rebuild, never one already armed.
+RESIZE_BUSY_ROWS = [
+    ("P2", None, obs("ACTIVE", OLD), NEW, Action.WAIT, None),
+    ("P2", m(S.SUCCEEDED, OTHER), obs("ACTIVE", OTHER), NEW, Action.WAIT, m(S.SUCCEEDED, OTHER)),
+    ("P6", None, obs("ACTIVE", NEW), NEW, Action.DONE, None),
+    ("P7e", m(S.INITIATED), obs("ACTIVE", OLD), NEW, Action.SUBMIT, m(S.INITIATED)),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "marker", "read", "desired", "action", "after"),
+    RESIZE_BUSY_ROWS,
+    ids=[f"{r[0]}-resize-busy-{i}" for i, r in enumerate(RESIZE_BUSY_ROWS)],
+)
+def test_reconcile_rule_while_a_resize_is_unsettled(
+    rule: str,
+    marker: RebuildMarker | None,
+    read: Observation,
+    desired: str | None,
+    action: Action,
+    after: RebuildMarker | None,
+) -> None:
+    decision = reconcile_pass(marker, read, desired, resize_busy=True)
+    assert (decision.rule, decision.action, decision.marker) == (rule, action, after)
+
 
 @pytest.mark.parametrize(
     ("rule", "marker", "read", "desired", "action", "after"),
