@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import re
 import socket
 import struct
 import threading
@@ -154,9 +155,15 @@ class FaultProxy:
             self._live.add(up_writer)
             held = asyncio.Event()  # set once a request on this connection must get no answer
             kept = asyncio.Event()  # set once a request on this connection must not reach the service
+            request = _Request()
             try:
                 await asyncio.gather(
-                    _pipe(reader, up_writer, on_chunk=lambda c: self._maybe_hold(c, held, kept), muted=kept),
+                    _pipe(
+                        reader,
+                        up_writer,
+                        on_chunk=lambda c: self._maybe_hold(c, held, kept, request),
+                        muted=kept,
+                    ),
                     _pipe(up_reader, writer, muted=held),
                 )
             finally:
@@ -169,21 +176,34 @@ class FaultProxy:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    def _maybe_hold(self, chunk: bytes, held: asyncio.Event, kept: asyncio.Event) -> None:
+    def _maybe_hold(self, chunk: bytes, held: asyncio.Event, kept: asyncio.Event, request: _Request) -> None:
         # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
-        # chunk; it is judged before the bytes go upstream, hence before any answer can come back. A small
-        # JSON body travels in the same chunk as its headers (http.client sends them in one write).
+        # chunk; every chunk is judged before it goes upstream, hence before any answer can come back.
+        # urllib3 2 writes the body after the headers, so it may arrive as a later chunk of the same
+        # request: `containing` is looked for in each chunk of a request whose method matched.
         config = self._config
-        if (
-            config.fault not in (Fault.HOLD_ANSWER, Fault.HOLD_REQUEST)
-            or not any(chunk.startswith(method.encode() + b" ") for method in config.hold_methods)
-            or (config.hold_containing is not None and config.hold_containing not in chunk)
-        ):
+        if config.fault not in (Fault.HOLD_ANSWER, Fault.HOLD_REQUEST):
+            return
+        if _REQUEST_LINE.match(chunk):
+            request.matched = any(chunk.startswith(method.encode() + b" ") for method in config.hold_methods)
+        if not request.matched:
+            return
+        if config.hold_containing is not None and config.hold_containing not in chunk:
             return
         held.set()
         if config.fault is Fault.HOLD_REQUEST and not kept.is_set():
             kept.set()
             self.requests_held += 1
+
+
+_REQUEST_LINE = re.compile(rb"[A-Z]+ \S+ HTTP/1\.[01]\r\n")
+
+
+@dataclass
+class _Request:
+    """The request being sent on one connection: whether its method is one a fault holds."""
+
+    matched: bool = False
 
 
 async def _pipe(
