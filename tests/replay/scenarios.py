@@ -207,22 +207,11 @@ async def _n(h: Harness, n: int) -> bool:
 async def server_approval(h: Harness, _: str) -> str:
     """An approval-gated Server (workflows/approval.py): the rebuild waits, is approved by the Update
     `approve`, runs; the deletion waits and is approved by the annotation."""
-    from temporalio.worker import Worker
-
     from osprov.api.operations import APPROVE, UPDATE_APPROVE
-    from osprov.workflows.all import WORKFLOWS
-    from tests.workflows.test_server_workflow import ServerHarness, spec
+    from tests.workflows.test_server_workflow import spec
 
-    nova = fakes_nova.FakeNova()
-    queue = f"{h.queue}-nova"
-    async with Worker(
-        h.env.client,
-        task_queue=queue,
-        workflows=WORKFLOWS,
-        activities=h.cloud.activities() + nova.activities(),
-    ):
-        sh = ServerHarness(h.env, h.cloud, queue)
-        sh.nova = nova
+    async with fakes_nova.nova_harness(h.env, h.cloud, f"{h.queue}-nova") as sh:
+        nova = sh.nova
         finalizers = ["nova.osh.openstack.org/finalizer"]
         wf = await sh.apply(
             "Server", spec("img-a", approvalPolicy="manual"), name="gated", uid="replay-gated"

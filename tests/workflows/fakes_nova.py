@@ -6,7 +6,9 @@ stand for what Nova would show, and chooses what the next rebuild submit does (`
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -357,3 +359,21 @@ async def resize_scenario(h: Any, kind: str) -> str:
         await sh.signal(wf, 2, spec("img-a", flavor="m1.small"), deleting=True, finalizers=finalizers)
         await wf.result()
         return str(wf.id)
+
+
+@contextlib.asynccontextmanager
+async def nova_harness(env: Any, cloud: Any, queue: str) -> AsyncIterator[Any]:
+    """A worker running the production workflows against `cloud` (FakeCloud) and a new FakeNova on `queue`;
+    yields the ServerHarness (its `nova` is that FakeNova)."""
+    from temporalio.worker import Worker
+
+    from osprov.workflows.all import WORKFLOWS
+    from tests.workflows.test_server_workflow import ServerHarness
+
+    nova = FakeNova()
+    async with Worker(
+        env.client, task_queue=queue, workflows=WORKFLOWS, activities=cloud.activities() + nova.activities()
+    ):
+        sh = ServerHarness(env, cloud, queue)
+        sh.nova = nova
+        yield sh

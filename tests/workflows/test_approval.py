@@ -12,13 +12,11 @@ import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from osprov.api import nova_io as io
 from osprov.api.operations import APPROVE, UPDATE_APPROVE
-from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
-from tests.workflows.fakes_nova import FakeNova
+from tests.workflows.fakes_nova import nova_harness
 from tests.workflows.test_server_workflow import NEW, OLD, ServerHarness, spec
 
 FINALIZER = "nova.osh.openstack.org/finalizer"
@@ -26,13 +24,7 @@ FINALIZER = "nova.osh.openstack.org/finalizer"
 
 @pytest_asyncio.fixture
 async def h(tenv: WorkflowEnvironment) -> AsyncIterator[ServerHarness]:
-    cloud, nova = FakeCloud(), FakeNova()
-    queue = f"q-{uuid.uuid4()}"
-    async with Worker(
-        tenv.client, task_queue=queue, workflows=WORKFLOWS, activities=cloud.activities() + nova.activities()
-    ):
-        hs = ServerHarness(tenv, cloud, queue)
-        hs.nova = nova
+    async with nova_harness(tenv, FakeCloud(), f"q-{uuid.uuid4()}") as hs:
         yield hs
         await hs.close()
 

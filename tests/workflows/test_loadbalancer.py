@@ -86,6 +86,12 @@ class Env:
 
 @pytest_asyncio.fixture
 async def env(tenv: WorkflowEnvironment) -> AsyncIterator[Env]:
+    async for e in load_balancer_env(tenv):
+        yield e
+
+
+async def load_balancer_env(tenv: WorkflowEnvironment) -> AsyncIterator[Env]:
+    """A worker running the LoadBalancer workflow against FakeCloud and a FakeOctavia."""
     cloud, octavia = FakeCloud(), FakeOctavia()
     queue = f"q-{uuid.uuid4()}"
     activities = cloud.activities() + octavia.activities()

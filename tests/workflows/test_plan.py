@@ -10,34 +10,25 @@ from typing import Any
 
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from osprov.api import cinder_io, keystone_io, nova_io
 from osprov.api import octavia_io as io
 from osprov.api.operations import PLAN
 from osprov.api.plan import UPDATE_PLAN, Plan
-from osprov.workflows.all import WORKFLOWS
-from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from osprov.workflows.plan import AFTER_WRITE
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_cinder import CinderHarness, cinder_harness
-from tests.workflows.fakes_nova import FakeNova
-from tests.workflows.fakes_octavia import FakeOctavia
+from tests.workflows.fakes_nova import nova_harness
 from tests.workflows.harness import Harness, eventually
-from tests.workflows.test_loadbalancer import FINALIZER, HTTP, Env, with_listeners
+from tests.workflows.test_loadbalancer import FINALIZER, HTTP, Env, load_balancer_env, with_listeners
 from tests.workflows.test_server_workflow import NEW, OLD, ServerHarness
 from tests.workflows.test_server_workflow import spec as server_spec
 
 
 @pytest_asyncio.fixture
 async def env(tenv: WorkflowEnvironment) -> AsyncIterator[Env]:
-    cloud, octavia = FakeCloud(), FakeOctavia()
-    queue = f"q-{uuid.uuid4()}"
-    activities = cloud.activities() + octavia.activities()
-    async with Worker(tenv.client, task_queue=queue, workflows=[LoadBalancerWorkflow], activities=activities):
-        h = Harness(tenv, cloud, queue)
-        yield Env(h, octavia)
-        await h.close()
+    async for e in load_balancer_env(tenv):
+        yield e
 
 
 MEMBERS = [{"address": "10.0.0.12", "port": 8080}, {"address": "10.0.0.13", "port": 8080}]
@@ -112,13 +103,7 @@ async def test_volume_plan_names_the_metadata_update_C5_and_nothing_once_converg
 
 @pytest_asyncio.fixture
 async def sh(tenv: WorkflowEnvironment) -> AsyncIterator[ServerHarness]:
-    cloud, nova = FakeCloud(), FakeNova()
-    queue = f"q-{uuid.uuid4()}"
-    async with Worker(
-        tenv.client, task_queue=queue, workflows=WORKFLOWS, activities=cloud.activities() + nova.activities()
-    ):
-        hs = ServerHarness(tenv, cloud, queue)
-        hs.nova = nova
+    async with nova_harness(tenv, FakeCloud(), f"q-{uuid.uuid4()}") as hs:
         yield hs
         await hs.close()
 
