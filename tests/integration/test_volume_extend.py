@@ -8,64 +8,25 @@ which Cinder's online extend notifies (the volume-extended external event).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import openstack.connection
 import pytest
 
-from devenv.config import PORTS
 from devenv.faults.cloud_state import cinder_volume_actions, nova_bdm_volume_size
 from devenv.faults.proxy import Fault, FaultProxy
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
+from tests.integration.test_server_rebuild import network, project
+from tests.integration.test_volume import cinder_proxy
 from tests.support.osprov import Osprov, clouds_env, endpoint_override, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
+__all__ = ["cinder_proxy", "network", "project"]  # fixtures shared with the Server and Volume modules
 
 AVAILABLE = "Available"
-CONTROLLER_USER = "admin"  # the user of the worker's clouds.yaml; a member (not admin) in the test project
-
-
-@pytest.fixture(scope="module")
-def project(admin: openstack.connection.Connection) -> Iterator[str]:
-    ident: Any = admin.identity
-    proj = ident.create_project(name=f"grow-{uuid.uuid4().hex[:8]}", domain_id="default")
-    user = ident.find_user(CONTROLLER_USER, domain_id="default", ignore_missing=False)
-    ident.assign_project_role_to_user(proj.id, user, ident.find_role("member", ignore_missing=False))
-    yield str(proj.name)
-    for server in admin.compute.servers(all_projects=True, project_id=proj.id):
-        admin.compute.delete_server(server.id, ignore_missing=True)
-
-
-@pytest.fixture(scope="module")
-def network(admin: openstack.connection.Connection, project: str) -> Iterator[str]:
-    ident: Any = admin.identity
-    project_id = ident.find_project(project, domain_id="default", ignore_missing=False).id
-    net = admin.network.create_network(name=f"{project}-net", project_id=project_id)
-    admin.network.create_subnet(
-        network_id=net.id, project_id=project_id, ip_version=4, cidr="10.79.0.0/24", name=f"{project}-sub"
-    )
-    yield str(net.id)
-    for server in admin.compute.servers(all_projects=True, project_id=project_id):
-        admin.compute.delete_server(server.id, ignore_missing=True)
-    wait_for(
-        lambda: (
-            not [p for p in admin.network.ports(network_id=net.id) if p.device_owner.startswith("compute:")]
-        ),
-        "the project's servers released their ports",
-        120,
-    )
-    admin.network.delete_network(net.id, ignore_missing=True)
-
-
-@pytest.fixture(scope="module")
-def cinder_proxy() -> Iterator[FaultProxy]:
-    """The worker reaches Cinder through this proxy (crash windows on demand); it passes by default."""
-    with FaultProxy("127.0.0.1", PORTS.cinder) as proxy:
-        yield proxy
 
 
 @pytest.fixture(scope="module")
