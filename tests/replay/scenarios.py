@@ -251,3 +251,12 @@ async def server_resized(h: Harness, _: str) -> str:
 
 # Recorded as Server-resize.json: the patched resize path (server-resize): resize, attribution, confirm.
 SCENARIOS["Server-resize"] = server_resized
+
+
+async def server_settled_read(h: Harness, _: str) -> str:
+    return await fakes_nova.settled_read_scenario(h, "Server")
+
+
+# Recorded as Server-settled-read.json: the patched path (server-settled-read): the rebuild's wait finds Nova
+# done, and its last read decides the next pass at once.
+SCENARIOS["Server-settled-read"] = server_settled_read

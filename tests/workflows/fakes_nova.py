@@ -82,6 +82,9 @@ class FakeNova:
     resizes: list[str] = field(default_factory=list)  # flavor of every resize POST sent
     confirms: int = 0  # confirmResize POSTs sent
     boot_on_create: bool = True  # created servers are ACTIVE (booted) at once
+    settle_in_wait: bool = (
+        False  # an await finds a build or an accepted rebuild done (Nova finished meanwhile)
+    )
     vanish_on_delete: bool = True
     # Volume resource name -> (server ID it is attached to, device); absent name = no such Volume.
     volumes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
@@ -124,6 +127,8 @@ class FakeNova:
             read stands for a wait that ran out (or found it settled)."""
             nova.calls.append(io.AWAIT_SERVER.name)
             server = nova.servers.get(req.server.server_id)
+            if server is not None and nova.settle_in_wait and server.status in ("BUILD", "REBUILD"):
+                server.boot()
             return io.ServerLookup(server=server.read() if server else None)
 
         @activity.defn(name=io.FIND_IMPORTED_SERVER.name)
@@ -259,7 +264,7 @@ class FakeNova:
         ]
 
 
-async def replay_scenario(h: Any, kind: str) -> str:
+async def replay_scenario(h: Any, kind: str, nova: FakeNova | None = None) -> str:
     """tests/replay scenario for Server: create, an image change rebuilt and settled, then a slow delete.
 
     The shared harness has no Nova, so this runs its own worker (FakeCloud + FakeNova) beside it.
@@ -269,7 +274,7 @@ async def replay_scenario(h: Any, kind: str) -> str:
     from osprov.workflows.all import WORKFLOWS
     from tests.workflows.test_server_workflow import ServerHarness, spec
 
-    nova = FakeNova()
+    nova = nova or FakeNova()
     queue = f"{h.queue}-nova"
     async with Worker(
         h.env.client,
@@ -284,7 +289,8 @@ async def replay_scenario(h: Any, kind: str) -> str:
         await sh.until(lambda: sh.condition().get("status") == "True", "server available")
         await sh.signal(wf, 2, spec("img-b"), finalizers=finalizers)
         await sh.until(lambda: nova.accepted == ["img-b"], "rebuild accepted")
-        nova.only().settle()
+        if not nova.settle_in_wait:
+            nova.only().settle()
         await sh.until(
             lambda: sh.status().get("observedGeneration") == 2 and sh.condition()["status"] == "True",
             "rebuild settled",
@@ -295,6 +301,13 @@ async def replay_scenario(h: Any, kind: str) -> str:
         nova.servers.clear()
         await wf.result()
         return str(wf.id)
+
+
+async def settled_read_scenario(h: Any, kind: str) -> str:
+    """The rebuild's wait finds Nova done: its last read is the next pass's read, taken at once (no timer,
+    no second GET: PATCH_SETTLED_READ)."""
+    nova = FakeNova(settle_in_wait=True)
+    return await replay_scenario(h, kind, nova)
 
 
 async def observe_scenario(h: Any, kind: str) -> str:

@@ -119,6 +119,20 @@ async def test_P7b_P7e_P6b_P6a_rebuild_arms_then_submits_once_and_settles(h: Ser
     assert h.nova.accepted == [NEW] and h.nova.count(io.CREATE_SERVER.name) == 1
 
 
+async def test_P6a_a_settled_wait_decides_the_next_pass_from_its_last_read(h: ServerHarness) -> None:
+    """The wait found Nova done: that read is the next pass's fresh read, so no GET and no timer follow."""
+    wf = await ready(h)
+    h.nova.settle_in_wait = True
+    gets = h.nova.count(io.GET_SERVER.name)
+    await h.signal(wf, 2, spec(NEW))
+    await h.until(
+        lambda: h.status().get("observedGeneration") == 2 and h.condition().get("status") == "True", "settled"
+    )
+    assert h.nova.accepted == [NEW] and h.status()["rebuild"] is None
+    assert h.nova.count(io.GET_SERVER.name) == gets + 1  # the arming pass's read only
+    assert h.nova.count(io.AWAIT_SERVER.name) == 1
+
+
 async def test_P7a_image_change_before_first_boot_waits_then_rebuilds(h: ServerHarness) -> None:
     h.nova.boot_on_create = False
     wf = await h.apply("Server", spec())
