@@ -12,6 +12,11 @@ fault can be switched while clients are connected:
 Faults apply to connections accepted after the switch; set_fault(..., drop_existing=True) also
 severs live ones (pooled keep-alive connections would otherwise keep working). HOLD_ANSWER is the
 exception: it is judged per request, so it also holds requests on live keep-alive connections.
+
+blank_answers(pattern) edits what the service sends back instead (any fault, live connections too): every
+match of the regular expression becomes spaces of the same length, so Content-Length and chunk sizes stay
+right. Blanking `, "key": value` out of a JSON answer serves a cloud that omits that key (a policy-hidden
+attribute) from the real service's answers.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import json
 import re
 import socket
 import struct
@@ -51,6 +57,20 @@ class _Config:
     hold_containing: bytes | None = None  # hold only requests whose bytes contain this (e.g. an action name)
 
 
+# An answer's bytes are held back this long, at most, to see whether a blanked match continues in the next
+# read (the service writes an answer in several chunks); matches are at most BLANK_MAX_MATCH bytes long.
+BLANK_WAIT_SECONDS = 0.05
+BLANK_MAX_MATCH = 256
+
+
+def json_member(key: str) -> bytes:
+    """A pattern for blank_answers: one `"key": scalar` member of a JSON object with the comma that joins
+    it to its neighbour (the one before it, or after it when it comes first), so the blanked JSON stays valid."""
+    k = re.escape(json.dumps(key)).encode()
+    value = rb'(?:null|true|false|-?[0-9.eE+-]+|"(?:[^"\\]|\\.){0,160}")'
+    return rb",\s*" + k + rb"\s*:\s*" + value + rb"|" + k + rb"\s*:\s*" + value + rb"\s*,?"
+
+
 class FaultProxy:
     def __init__(self, target_host: str, target_port: int, listen_host: str = "127.0.0.1") -> None:
         self.target_host = target_host
@@ -64,6 +84,7 @@ class FaultProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy", daemon=True)
         self._server: asyncio.base_events.Server | None = None
         self._live: set[asyncio.StreamWriter] = set()
+        self._blank: re.Pattern[bytes] | None = None
 
     # lifecycle -------------------------------------------------------------------------------
     def start(self) -> FaultProxy:
@@ -109,6 +130,11 @@ class FaultProxy:
                     _reset(writer)
 
             asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=10)
+
+    def blank_answers(self, pattern: bytes | None) -> None:
+        """Blank every match of `pattern` (at most BLANK_MAX_MATCH bytes) in the service's answers; None:
+        answers pass unchanged again."""
+        self._blank = re.compile(pattern) if pattern is not None else None
 
     @contextlib.contextmanager
     def holding(
@@ -164,7 +190,7 @@ class FaultProxy:
                         on_chunk=lambda c: self._maybe_hold(c, held, kept, request),
                         muted=kept,
                     ),
-                    _pipe(up_reader, writer, muted=held),
+                    self._answers(up_reader, writer, held),
                 )
             finally:
                 self._live.discard(up_writer)
@@ -175,6 +201,42 @@ class FaultProxy:
             self._live.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
+
+    async def _answers(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, held: asyncio.Event
+    ) -> None:
+        """The service's answers to the client: piped as they are unless blank_answers is on. Then the
+        last BLANK_MAX_MATCH bytes wait for the next read (a match may span two reads), or are sent once
+        no more bytes come within BLANK_WAIT_SECONDS (the end of an answer)."""
+        pending = b""
+        try:
+            while True:
+                if pending:
+                    try:
+                        data = await asyncio.wait_for(reader.read(65536), BLANK_WAIT_SECONDS)
+                    except TimeoutError:
+                        await _send(writer, pending, held)
+                        pending = b""
+                        continue
+                else:
+                    data = await reader.read(65536)
+                if not data:
+                    break
+                if self._blank is None:
+                    await _send(writer, pending + data, held)
+                    pending = b""
+                    continue
+                buffer = self._blank.sub(lambda m: b" " * len(m.group(0)), pending + data)
+                cut = max(0, len(buffer) - BLANK_MAX_MATCH)
+                await _send(writer, buffer[:cut], held)
+                pending = buffer[cut:]
+            await _send(writer, pending, held)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if not held.is_set():  # a held answer leaves the client waiting, not closed
+                with contextlib.suppress(Exception):
+                    writer.write_eof()
 
     def _maybe_hold(self, chunk: bytes, held: asyncio.Event, kept: asyncio.Event, request: _Request) -> None:
         # HTTP/1.1 clients send a request only after the previous answer, so a request line starts a
@@ -226,6 +288,12 @@ async def _pipe(
         if muted is None or not muted.is_set():  # a held answer leaves the client waiting, not closed
             with contextlib.suppress(Exception):
                 writer.write_eof()
+
+
+async def _send(writer: asyncio.StreamWriter, data: bytes, muted: asyncio.Event) -> None:
+    if data and not muted.is_set():  # muted: swallowed, the client never hears back on this connection
+        writer.write(data)
+        await writer.drain()
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
