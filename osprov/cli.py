@@ -1,7 +1,7 @@
 """The `osprov` console script: the top of the import graph.
 
-`osprov worker`, `osprov bridge`, `osprov status`, `osprov approve`, `osprov plan` and `osprov codec-server`
-are built in. Other distributions add
+`osprov worker`, `osprov bridge`, `osprov status`, `osprov approve`, `osprov plan`, `osprov doctor` and
+`osprov codec-server` are built in. Other distributions add
 commands through the `osprov.commands` entry-point group (the dev environment adds `dev` and
 `demo`), so the product never imports them and a production install simply does not have them.
 """
@@ -58,6 +58,12 @@ def _plan(argv: list[str]) -> int:
     os._exit(code)
 
 
+def _doctor(argv: list[str]) -> int:
+    from osprov.doctor import main
+
+    return main(argv)
+
+
 def _codec_server(argv: list[str]) -> int:
     from osprov.codec_server import main
 
@@ -70,6 +76,7 @@ BUILTIN: dict[str, Command] = {
     "status": _status,
     "approve": _approve,
     "plan": _plan,
+    "doctor": _doctor,
     "codec-server": _codec_server,
 }
 
