@@ -111,29 +111,37 @@ def granted_roles() -> tuple[list[str], str]:
     return list(config.roles), f"the tenancy mapping {os.environ.get(tenancy.TENANCY_FILE_ENV)}"
 
 
-def run(args: argparse.Namespace, trash: Throwaways, checks: list[Check]) -> None:
-    """Append each check's result to `checks` as it is made (an interrupted run reports what it has)."""
-    controller = controller_connection()
-    roles, source = granted_roles()
-    checks.append(roles_exist(controller, roles, source))
+def identity_credentials(args: argparse.Namespace) -> openstack.connection.Connection | None:
+    """The Identity's connection, authenticated (a refused credential is a usage error); None: none given."""
     if args.identity:
         identity = kube_identity_connection(args.identity, args.namespace)
     elif args.identity_cloud:
         identity = cloud_connection(args.identity_cloud)
     else:
+        return None
+    try:
+        _ = identity.current_project_id  # the token request
+    except Exception as exc:
+        raise UsageError(f"the Identity's credentials are refused: {why(exc)}") from None
+    return identity
+
+
+def run(args: argparse.Namespace, trash: Throwaways, checks: list[Check]) -> None:
+    """Append each check's result to `checks` as it is made (an interrupted run reports what it has).
+    Both credentials are loaded first: one that cannot be used ends the run before any check."""
+    controller = controller_connection()
+    roles, source = granted_roles()
+    identity = identity_credentials(args)
+    checks.append(roles_exist(controller, roles, source))
+    if identity is None:
         hint = "skipped: no Identity given (--identity NAME -n NS, or --identity-cloud NAME)"
         checks.extend(skipped(n, "identity", hint) for n in IDENTITY_CHECKS)
         return
-    try:
-        _ = identity.current_project_id  # authenticate once: a rejected credential is a usage error
-    except Exception as exc:
-        raise UsageError(f"the Identity's credentials are refused: {why(exc)}") from None
     checks.append(octavia_protocols(identity, "identity", args.octavia_provider))
     checks.append(cinder_name_filter(identity, trash))
     if args.no_rebuild:
-        checks.extend(
-            skipped(n, "identity", "skipped: --no-rebuild (no throwaway server)") for n in SERVER_CHECKS
-        )
+        why_not = "skipped: --no-rebuild (no throwaway server)"
+        checks.extend(skipped(n, "identity", why_not) for n in SERVER_CHECKS)
     else:
         checks.extend(server_checks(identity, trash, args.image, args.flavor))
 

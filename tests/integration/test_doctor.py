@@ -14,6 +14,7 @@ holds it. The slowed fake virt driver keeps a rebuild running for a few seconds,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubernetes.client
+import kubernetes.config
 import openstack.config
 import openstack.connection
 import pytest
@@ -34,7 +37,9 @@ from devenv.config import PORTS
 from devenv.faults.proxy import FaultProxy, json_member
 from devenv.faults.slow_driver import slow_spawn
 from devenv.testing import StackEnv
+from osprov.api.registry import kind_info
 from osprov.doctor_checks import PREFIX
+from tests.support.osprov import ensure_crd
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -56,6 +61,7 @@ ALL_CHECKS = {
 class Tenant:
     project_id: str
     clouds: Path  # the controller's entry (the stack's) and the tenant's two
+    credential: dict[str, str]  # an Identity's Secret's keys (activities/cloud.py)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +117,11 @@ def tenant(
         )
     )
     path.chmod(0o600)
-    yield Tenant(project_id=str(project.id), clouds=path)
+    credential = {
+        "OS_APPLICATION_CREDENTIAL_ID": str(cred.id),
+        "OS_APPLICATION_CREDENTIAL_SECRET": str(cred.secret),
+    }
+    yield Tenant(project_id=str(project.id), clouds=path, credential=credential)
     ident.delete_user(user.id, ignore_missing=True)
     ident.delete_project(project.id, ignore_missing=True)
 
@@ -240,3 +250,80 @@ def test_doctor_interrupted_while_booting_deletes_its_throwaways(
     assert proc.returncode == 130, out + err
     assert "interrupted; the throwaway objects are deleted" in err
     assert throwaways(admin, tenant) == []
+
+
+@contextlib.contextmanager
+def identity_in_kube(
+    stack: StackEnv, name: str, project_id: str, credential: dict[str, str]
+) -> Iterator[None]:
+    """An Identity as its workflow leaves it: status naming its project and Secret, the Secret holding the
+    application credential (written here directly: the doctor only reads them)."""
+    ensure_crd(stack, "Identity")
+    api = kubernetes.config.new_client_from_config(config_file=str(stack.kubeconfig))
+    info = kind_info("Identity")
+    custom = kubernetes.client.CustomObjectsApi(api)
+    body = {
+        "apiVersion": f"{info.group}/{info.version}",
+        "kind": "Identity",
+        "metadata": {"name": name},
+        "spec": {},
+    }
+    custom.create_namespaced_custom_object(info.group, info.version, "default", info.plural, body)
+    status = {"status": {"projectID": project_id, "secretName": f"{name}-credential"}}
+    custom.patch_namespaced_custom_object_status(
+        info.group, info.version, "default", info.plural, name, status
+    )
+    secret = kubernetes.client.V1Secret(
+        metadata=kubernetes.client.V1ObjectMeta(name=f"{name}-credential"), string_data=credential
+    )
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_secret("default", secret)
+    try:
+        yield
+    finally:
+        custom.delete_namespaced_custom_object(info.group, info.version, "default", info.plural, name)
+        core.delete_namespaced_secret(f"{name}-credential", "default")
+
+
+def test_doctor_reads_an_identitys_credential_from_kubernetes_and_refuses_one_of_another_project(
+    full_stack: StackEnv, admin: openstack.connection.Connection, tenant: Tenant
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    with identity_in_kube(full_stack, f"doctor-{tag}", tenant.project_id, tenant.credential):
+        code, report = doctor(
+            full_stack, tenant, "--identity", f"doctor-{tag}", "-n", "default", "--no-rebuild"
+        )
+    checks = by_name(report)
+    assert code == 0, report
+    assert (
+        checks["octavia-protocols"]["verdict"] == "PASS"
+        and checks["octavia-protocols"]["credentials"] == "identity"
+    )
+    assert checks["cinder-name-filter"]["verdict"] == "WARN"  # it ran: the Identity made and listed volumes
+    assert throwaways(admin, tenant) == []
+
+    # A Secret edited to hold some other project's credential is refused, as the worker refuses it.
+    ident: Any = admin.identity
+    other = ident.create_project(name=f"doctor-other-{tag}", domain_id="default")
+    try:
+        with identity_in_kube(full_stack, f"doctor-other-{tag}", str(other.id), tenant.credential):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "osprov",
+                    "doctor",
+                    "--identity",
+                    f"doctor-other-{tag}",
+                    "--no-rebuild",
+                ],
+                env=doctor_env(full_stack, tenant),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+    finally:
+        ident.delete_project(other.id, ignore_missing=True)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "holds a credential of another project" in done.stderr
+    assert tenant.credential["OS_APPLICATION_CREDENTIAL_SECRET"] not in done.stderr
