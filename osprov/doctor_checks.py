@@ -173,7 +173,8 @@ def octavia_protocols(conn: openstack.connection.Connection, who: Credentials, p
         return skipped(
             name, who, f"cannot tell whether {', '.join(unknown)} support {in_use} (Octavia does not say)"
         )
-    return passed(name, who, f"{', '.join(wanted)} support {in_use}")
+    verb = "supports" if len(wanted) == 1 else "support"
+    return passed(name, who, f"{', '.join(wanted)} {verb} {in_use}")
 
 
 # --- identity: Cinder name filter ----------------------------------------------------------------------
@@ -250,7 +251,8 @@ def server_checks(
     conn: openstack.connection.Connection, trash: Throwaways, image: str | None, flavor: str | None
 ) -> list[Check]:
     """Boot a throwaway server without a NIC, then: launched_at exposed, Nova's name filter, and rebuild it
-    to the same image and GET it at once: the settlement assumption (docs/rebuild)."""
+    to the same image and GET it at once: the settlement assumption (docs/architecture.md, "settle or
+    park")."""
     names = ("launched-at", "nova-name-filter", "rebuild-task-state")
     try:
         image_id, flavor_id = _pick_image(conn, image), _pick_flavor(conn, flavor)
