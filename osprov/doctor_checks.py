@@ -285,9 +285,9 @@ def server_checks(
         detail = f"the throwaway server {name} went to {booted.get('status')}: {booted.get('fault', {})}"
         return [failed(n, "identity", detail, "fix booting servers on this cloud first") for n in names]
     return [
-        _launched_at(booted),
-        _nova_name_filter(conn, name, server_id),
-        _rebuild(conn, server_id, image_id),
+        launched_at_shown(booted),
+        nova_name_filter(conn, name, server_id),
+        rebuild_shows_task(conn, server_id, image_id),
     ]
 
 
@@ -296,7 +296,7 @@ def _server(conn: openstack.connection.Connection, server_id: str) -> dict[str, 
     return dict(got["server"])
 
 
-def _launched_at(server: dict[str, Any]) -> Check:
+def launched_at_shown(server: dict[str, Any]) -> Check:
     name = "launched-at"
     if server.get(LAUNCHED_AT):
         return passed(name, "identity", f"an ACTIVE server's GET shows {LAUNCHED_AT} {server[LAUNCHED_AT]}")
@@ -310,7 +310,7 @@ def _launched_at(server: dict[str, Any]) -> Check:
     )
 
 
-def _nova_name_filter(conn: openstack.connection.Connection, name: str, server_id: str) -> Check:
+def nova_name_filter(conn: openstack.connection.Connection, name: str, server_id: str) -> Check:
     check = "nova-name-filter"
     try:
 
@@ -338,7 +338,7 @@ def _nova_name_filter(conn: openstack.connection.Connection, name: str, server_i
     return passed(check, "identity", f"the anchored name finds the server; Nova's name filter is {kind}")
 
 
-def _rebuild(conn: openstack.connection.Connection, server_id: str, image_id: str) -> Check:
+def rebuild_shows_task(conn: openstack.connection.Connection, server_id: str, image_id: str) -> Check:
     """The seed's settlement assumption: right after Nova accepted a rebuild, a GET shows the task."""
     name = "rebuild-task-state"
     try:
