@@ -1,8 +1,9 @@
 """The checks of `osprov doctor`: each one assumption of osprov about a cloud, tried on the real cloud.
 
 Each returns a doctor_report.Check. Objects a check makes are throwaways named `osprov-doctor-<random>`
-in the Identity's project, registered with `Throwaways` before anything else happens to them, so they are
-deleted at the end whatever happens (a failed check, an error, Ctrl-C). Raw Compute REST at the
+in the Identity's project, registered by name with `Throwaways` before they are created, so whatever
+exists under that exact name is deleted at the end whatever happens (a failed check, an error, a lost
+answer, Ctrl-C). Raw Compute REST at the
 activities' pinned microversion, so the fields are read exactly as the worker reads them (activities/nova.py).
 """
 
@@ -192,10 +193,8 @@ def cinder_name_filter(conn: openstack.connection.Connection, trash: Throwaways,
     refused = None
     try:
         for n in names:
-            vol = conn.block_storage.create_volume(
-                name=n, size=size_gb, description="osprov doctor throwaway"
-            )
-            trash.add(f"Cinder volume {n} ({vol.id})", _volume_undo(conn, str(vol.id)))
+            trash.add(f"Cinder volume {n}", _volume_undo(conn, n))
+            conn.block_storage.create_volume(name=n, size=size_gb, description="osprov doctor throwaway")
         try:
             found = sorted(str(v.name) for v in conn.block_storage.volumes(details=True, name=short))
         except openstack.exceptions.BadRequestException as exc:
@@ -223,20 +222,25 @@ def cinder_name_filter(conn: openstack.connection.Connection, trash: Throwaways,
     return passed(name, "identity", f"allowed; Cinder's name filter is {kind}")
 
 
-def _volume_undo(conn: openstack.connection.Connection, volume_id: str) -> Callable[[], None]:
-    def undo() -> None:
-        def state() -> str | None:
-            # get, not find: find falls back to a name filter, which Cinder may refuse to the Identity
-            try:
-                return str(conn.block_storage.get_volume(volume_id).status)
-            except openstack.exceptions.NotFoundException:
-                return None
+def _volume_undo(conn: openstack.connection.Connection, name: str) -> Callable[[], None]:
+    """Delete every volume named exactly `name`: registered before the create, so a create whose answer
+    was lost (a timeout, Ctrl-C) leaves nothing behind either. The project's whole list, post-filtered:
+    it works where Cinder refuses the name filter."""
 
-        # Cinder deletes only a settled volume; a just-made one is still "creating".
-        if _until(state, lambda s: s != "creating", DELETE_TIMEOUT_S, f"volume {volume_id} settles") is None:
-            return
-        conn.block_storage.delete_volume(volume_id, ignore_missing=True)
-        _until(state, lambda s: s is None, DELETE_TIMEOUT_S, f"volume {volume_id} is deleted")
+    def undo() -> None:
+        for volume_id in [str(v.id) for v in conn.block_storage.volumes(details=True) if v.name == name]:
+
+            def state(volume_id: str = volume_id) -> str | None:
+                try:
+                    return str(conn.block_storage.get_volume(volume_id).status)
+                except openstack.exceptions.NotFoundException:
+                    return None
+
+            # Cinder deletes only a settled volume; a just-made one is still "creating".
+            if _until(state, lambda s: s != "creating", DELETE_TIMEOUT_S, f"volume {name} settles") is None:
+                continue
+            conn.block_storage.delete_volume(volume_id, ignore_missing=True)
+            _until(state, lambda s: s is None, DELETE_TIMEOUT_S, f"volume {name} is deleted")
 
     return undo
 
@@ -269,9 +273,9 @@ def server_checks(
             "networks": "none",
             "metadata": {"osprov-doctor": "throwaway"},
         }
+        trash.add(f"Nova server {name}", _server_undo(conn, name))
         resp = _ok(conn.compute.post("/servers", json={"server": body}, microversion=MICROVERSION))
         server_id = str(resp.json()["server"]["id"])
-        trash.add(f"Nova server {name} ({server_id})", _server_undo(conn, server_id))
         booted = _until(
             lambda: _server(conn, server_id),
             lambda s: s.get("status") in ("ACTIVE", "ERROR"),
@@ -379,19 +383,21 @@ def rebuild_shows_task(conn: openstack.connection.Connection, server_id: str, im
     )
 
 
-def _server_undo(conn: openstack.connection.Connection, server_id: str) -> Callable[[], None]:
-    def gone() -> bool:
-        resp = conn.compute.get(f"/servers/{server_id}", microversion=MICROVERSION)
-        if resp.status_code == 404:
-            return True
-        _ok(resp)
-        return False
+def _server_undo(conn: openstack.connection.Connection, name: str) -> Callable[[], None]:
+    """Delete every server named exactly `name` (registered before the create, as for volumes)."""
+
+    def named() -> list[str]:
+        resp = _ok(
+            conn.compute.get("/servers/detail", params={"name": f"^{name}$"}, microversion=MICROVERSION)
+        )
+        return [str(s["id"]) for s in resp.json().get("servers", []) if s.get("name") == name]
 
     def undo() -> None:
-        resp = conn.compute.delete(f"/servers/{server_id}", microversion=MICROVERSION)
-        if resp.status_code != 404:
-            _ok(resp)
-        _until(gone, bool, DELETE_TIMEOUT_S, f"server {server_id} is deleted")
+        for server_id in named():
+            resp = conn.compute.delete(f"/servers/{server_id}", microversion=MICROVERSION)
+            if resp.status_code != 404:
+                _ok(resp)
+        _until(lambda: not named(), bool, DELETE_TIMEOUT_S, f"server {name} is deleted")
 
     return undo
 

@@ -161,6 +161,12 @@ def throwaways(admin: openstack.connection.Connection, tenant: Tenant) -> list[s
     return servers + volumes
 
 
+def deleted_servers(admin: openstack.connection.Connection, tenant: Tenant) -> int:
+    """The doctor's servers Nova has deleted in the tenant's project (an admin may list deleted ones)."""
+    found = admin.compute.servers(all_projects=True, project_id=tenant.project_id, deleted=True)
+    return sum(1 for s in found if s.name.startswith(PREFIX))
+
+
 def test_doctor_passes_on_the_local_stack_and_leaves_nothing_behind(
     full_stack: StackEnv, admin: openstack.connection.Connection, tenant: Tenant
 ) -> None:
@@ -327,3 +333,19 @@ def test_doctor_reads_an_identitys_credential_from_kubernetes_and_refuses_one_of
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert "holds a credential of another project" in done.stderr
     assert tenant.credential["OS_APPLICATION_CREDENTIAL_SECRET"] not in done.stderr
+
+
+def test_a_server_create_whose_answer_is_lost_is_still_deleted(
+    full_stack: StackEnv, admin: openstack.connection.Connection, tenant: Tenant, nova_proxy: FaultProxy
+) -> None:
+    """Nova makes the server but the doctor never hears back: the throwaway was registered by name before
+    the create, so the clean-up finds it and deletes it."""
+    deleted_before = deleted_servers(admin, tenant)
+    with nova_proxy.holding(("POST",), containing=b'"flavorRef"'):
+        code, report = doctor(full_stack, tenant, "--identity-cloud", HIDDEN_CLOUD, OSPROV_API_TIMEOUT="5")
+    checks = by_name(report)
+    assert code == 1 and report["leftovers"] == []
+    assert checks["launched-at"]["verdict"] == "FAIL"
+    assert checks["launched-at"]["detail"].startswith("cannot boot a throwaway server: ")
+    assert throwaways(admin, tenant) == []
+    assert deleted_servers(admin, tenant) == deleted_before + 1  # Nova did make it; the doctor deleted it
