@@ -170,6 +170,11 @@ def _create_rule(conn: openstack.connection.Connection, req: io.CreateRule) -> i
         group = conn.network.get_security_group(req.group_id)
         same = [r for r in _to_group(group).rules if r.key == key]
         if same:
+            log.info(
+                "neutron security group rule exists: adopted",
+                rule_id=same[0].id,
+                security_group_id=req.group_id,
+            )
             return same[0]
         raise conflict(
             f"Neutron refused rule {key.describe()} as a conflict but holds no such rule in group "

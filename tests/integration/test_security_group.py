@@ -14,10 +14,12 @@ from typing import Any
 import openstack.connection
 import pytest
 
+from devenv.config import PORTS
+from devenv.faults.proxy import Fault, FaultProxy
 from devenv.testing import StackEnv
 from osprov.api.security_group_io import security_group_name
 from osprov.workflows.security_group_decisions import IN_USE_MESSAGE
-from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.osprov import Osprov, clouds_env, endpoint_override, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -91,10 +93,21 @@ def project(admin: openstack.connection.Connection) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Osprov]:
+def neutron_proxy() -> Iterator[FaultProxy]:
+    """The worker reaches Neutron through this proxy (crash windows on demand); it passes by default."""
+    with FaultProxy("127.0.0.1", PORTS.neutron) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def osprov(
+    full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, neutron_proxy: FaultProxy
+) -> Iterator[Osprov]:
     ensure_crd(full_stack, "SecurityGroup")
+    tmp = tmp_path_factory.mktemp("secgroup")
+    neutron = endpoint_override("network", neutron_proxy.url, "2")  # the SDK appends /v2.0
     # A short resync, so drift made by hand is repaired within seconds.
-    yield from run_osprov(full_stack, tmp_path_factory.mktemp("secgroup"), resync_seconds=5)
+    yield from run_osprov(full_stack, tmp, resync_seconds=5, extra_env=clouds_env(full_stack, tmp, neutron))
 
 
 def spec(project: Any, *rules: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -189,3 +202,62 @@ def test_a_rule_naming_another_security_group_uses_its_neutron_id(
         90,
     )
     assert admin.network.find_security_group(db) is None and admin.network.find_security_group(app) is None
+
+
+def named(admin: openstack.connection.Connection, name: str) -> list[Any]:
+    return [g for g in admin.network.security_groups(name=name) if g.name == name]
+
+
+def uid_of(osprov: Osprov, name: str) -> str:
+    return str((osprov.get("SecurityGroup", name) or {})["metadata"]["uid"])
+
+
+def test_worker_killed_after_a_group_create_was_accepted_adopts_it(
+    osprov: Osprov, admin: openstack.connection.Connection, project: Any, neutron_proxy: FaultProxy
+) -> None:
+    names = [f"crash-{i}" for i in range(3)]
+    # Neutron accepts every group create, but its answers never reach the worker: the window is held open.
+    with neutron_proxy.holding(("POST",), containing=b'"security_group": {'):
+        for name in names:
+            osprov.apply("SecurityGroup", name, spec(project, SSH))
+        uids = {name: uid_of(osprov, name) for name in names}
+        first = wait_for(
+            lambda: [n for n, u in uids.items() if named(admin, security_group_name(u))], "a first group", 60
+        )
+        osprov.worker.kill()
+    # The window under test: Neutron made a group whose ID no status holds yet.
+    assert all(
+        "securityGroupID" not in ((osprov.get("SecurityGroup", n) or {}).get("status") or {}) for n in first
+    )
+    osprov.worker.start()
+    for name in names:
+        obj = converged(osprov, name)
+        found = named(admin, security_group_name(uids[name]))
+        assert [g.id for g in found] == [obj["status"]["securityGroupID"]], f"{name}: {len(found)} groups"
+        assert neutron_rows(admin, found[0].id) == {row(SSH)}
+        osprov.delete("SecurityGroup", name)
+    wait_for(
+        lambda: all(osprov.get("SecurityGroup", n) is None for n in names), "the crash groups are gone", 90
+    )
+
+
+def test_a_rule_create_whose_answer_was_lost_is_adopted_from_neutrons_409(
+    osprov: Osprov, admin: openstack.connection.Connection, project: Any, neutron_proxy: FaultProxy
+) -> None:
+    with neutron_proxy.holding(("POST",), containing=b'"security_group_rule": {'):
+        osprov.apply("SecurityGroup", "lost", spec(project, HTTPS))
+        uid = uid_of(osprov, "lost")
+
+        def made() -> bool:
+            groups = named(admin, security_group_name(uid))
+            return bool(groups) and row(HTTPS) in neutron_rows(admin, groups[0].id)
+
+        wait_for(made, "Neutron made the rule", 60)
+        # The answer is lost: the worker's connection is cut, Temporal retries the create, Neutron answers 409.
+        neutron_proxy.set_fault(Fault.PASS, drop_existing=True)
+    obj = converged(osprov, "lost")
+    gid = obj["status"]["securityGroupID"]
+    assert neutron_rows(admin, gid) == {row(HTTPS)}
+    assert "neutron security group rule exists: adopted" in osprov.worker.log_text()  # the 409 path ran
+    osprov.delete("SecurityGroup", "lost")
+    wait_for(lambda: osprov.get("SecurityGroup", "lost") is None, "gone", 90)
