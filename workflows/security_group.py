@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
+    from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
     from osprov.workflows.security_group_decisions import (
         Converged,
         Decision,
@@ -61,6 +62,7 @@ def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionStat
 class SecurityGroupWorkflow(CloudEntity[SecurityGroupSpec, SecurityGroupState]):
     KIND = "SecurityGroup"
     STATE = SecurityGroupState
+    PLAN_READS = frozenset({io.FIND_GROUP.name, io.RESOLVE_GROUPS.name})
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -131,6 +133,38 @@ class SecurityGroupWorkflow(CloudEntity[SecurityGroupSpec, SecurityGroupState]):
         self.k.security_group_id, self.k.rule_count = d.observed.id, len(d.observed.rules)
         self.k.waits = 0
         return Outcome(conditions=[_available(True, AvailableReason.PROVISIONED, d.action.message)])
+
+    # ----- plan preview (workflows/plan.py) ---------------------------------------------------------
+    async def plan(self, spec: SecurityGroupSpec, rec: Recorder) -> str:
+        """The converge pass's walk on fresh reads. Rule calls and the description update do not depend on
+        Neutron's answer, so the walk folds each in as if made and goes on: the plan lists every rule change;
+        a group create (G3) ends it (the rules then depend on the new group)."""
+        target, obs, planned = self.target(await self.plan_where(spec)), Observation(), 0
+        while True:
+            d = converge(spec, target, obs)
+            a = d.action
+            if isinstance(a, Fail):
+                raise PlanStopped(f"{d.step} ({a.message})")
+            if isinstance(a, io.FindGroup):
+                obs = found(obs, await rec.read(io.FIND_GROUP, a, d.step))
+            elif isinstance(a, io.ResolveGroups):
+                resolved = await rec.read(io.RESOLVE_GROUPS, a, d.step)
+                obs = replace(obs, resolved=resolved)
+            elif isinstance(a, io.CreateGroup):
+                rec.write(d.rule, io.CREATE_GROUP, d.what, a)
+                return AFTER_WRITE
+            elif isinstance(a, io.UpdateGroup):
+                rec.write(d.rule, io.UPDATE_GROUP, d.what, a)
+                obs = replace(obs, updated=True)
+            elif isinstance(a, io.CreateRule):
+                rec.write(d.rule, io.CREATE_RULE, d.what, a)
+                planned += 1
+                obs = rule_added(obs, io.Rule(id=f"planned-{planned}", key=a.key))
+            elif isinstance(a, io.DeleteRule):
+                rec.write(d.rule, io.DELETE_RULE, d.what, a)
+                obs = rule_removed(obs, a.rule_id)
+            else:  # R3: what the group is (or would be, after the calls above)
+                return f"{d.step}" if not rec.calls else f"then {d.step}"
 
     # ----- delete --------------------------------------------------------------------------------
     async def finalize(self, spec: SecurityGroupSpec) -> Outcome | None:

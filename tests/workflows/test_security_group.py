@@ -180,3 +180,21 @@ async def test_unmanaged_is_refused_before_any_neutron_call(h: SecurityGroupHarn
     await h.apply("SecurityGroup", body, uid=UID, name="web")
     await h.until(lambda: "not supported for SecurityGroup" in h.condition().get("message", ""), "refused")
     assert h.neutron.calls == []
+
+
+async def test_plan_lists_every_rule_change_and_writes_nothing(h: SecurityGroupHarness) -> None:
+    from osprov.api.plan import UPDATE_PLAN, Plan
+
+    wf = await converged(h, SSH)
+    calls = list(h.neutron.calls)
+    plan = await wf.execute_update(UPDATE_PLAN, spec(HTTPS, description="https"), result_type=Plan)
+    assert [(c.rule, c.activity) for c in plan.calls] == [
+        ("G5", io.UPDATE_GROUP.name),
+        ("R1", io.CREATE_RULE.name),
+        ("R2", io.DELETE_RULE.name),
+    ]
+    assert plan.then.startswith("then R3:")
+    assert [c for c in h.neutron.calls[len(calls) :] if c != io.FIND_GROUP.name] == []  # reads only
+    assert keys(h) == {key(SSH)}
+    same = await wf.execute_update(UPDATE_PLAN, None, result_type=Plan)
+    assert same.calls == [] and same.then.startswith("R3:")
