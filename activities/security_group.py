@@ -105,13 +105,25 @@ def _find_exact(conn: openstack.connection.Connection, name: str) -> list[io.Gro
     return sorted((_to_group(g) for g in matches), key=lambda g: g.id)
 
 
+def _by_id(conn: openstack.connection.Connection, group_id: str) -> list[io.Group]:
+    """The project's group with this ID (none if absent or another project's: an admin token sees all)."""
+    try:
+        group = conn.network.get_security_group(group_id)
+    except openstack.exceptions.NotFoundException:
+        return []
+    return [_to_group(group)] if group.project_id == conn.current_project_id else []
+
+
 @implements(io.FIND_GROUP)
 def find_security_group(req: io.FindGroup) -> io.GroupLookup:
-    """Every group of the project named exactly `name`, with its rules; project_found=False if the project
-    does not exist."""
-    with openstack_errors(f"find security group {req.name} in {_describe(req.scope)}", service=SERVICE):
+    """Every group of the project named exactly `name` (or the one with `id`), with its rules;
+    project_found=False if the project does not exist."""
+    what = req.id or req.name
+    with openstack_errors(f"find security group {what} in {_describe(req.scope)}", service=SERVICE):
         try:
-            groups = _scoped(req.scope, lambda conn: _find_exact(conn, req.name))
+            groups = _scoped(
+                req.scope, lambda conn: _by_id(conn, req.id) if req.id else _find_exact(conn, req.name)
+            )
         except _ProjectMissing:
             return io.GroupLookup(project_found=False)
         return io.GroupLookup(project_found=True, groups=groups)

@@ -38,6 +38,9 @@ ONE_REMOTE_MESSAGE = "set at most one of remoteIPPrefix and remoteGroup (neither
 FAMILY_MESSAGE = (
     "remoteIPPrefix must be of the rule's ethertype (an IPv4 CIDR with IPv4, an IPv6 CIDR with IPv6)"
 )
+OBSERVED_RULES_MESSAGE = (
+    "an unmanaged SecurityGroup only observes its group and never writes its rules: remove spec.rules"
+)
 DUPLICATE_RULE_MESSAGE = "rules {0} and {1} are the same rule (Neutron keeps one of each): remove one"
 
 _PORTS = "(has(self.portRangeMin) || has(self.portRangeMax))"
@@ -143,7 +146,18 @@ class SecurityGroupRule(CamelModel):
 class SecurityGroupSpec(CloudSpec):
     """A Neutron security group named secgroup-{metadata.uid} in its Identity's project (or spec.project)."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [*CLOUD_SPEC_RULES]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                *CLOUD_SPEC_RULES,
+                {
+                    "rule": "!has(self.managementPolicy) || self.managementPolicy != 'unmanaged' || "
+                    "!has(self.rules) || size(self.rules) == 0",
+                    "message": OBSERVED_RULES_MESSAGE,
+                },
+            ]
+        }
+    )
 
     description: str = Field(
         default="",
@@ -157,6 +171,12 @@ class SecurityGroupSpec(CloudSpec):
         "here are deleted, Neutron's default egress rules of a new group included; declare egress rules to keep "
         "outbound traffic. Empty: no traffic is allowed by this group.",
     )
+
+    @model_validator(mode="after")
+    def _observed_rules(self) -> Self:
+        if self.unmanaged and self.rules:
+            raise ValueError(OBSERVED_RULES_MESSAGE)
+        return self
 
     @model_validator(mode="after")
     def _no_duplicates(self) -> Self:

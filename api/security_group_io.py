@@ -144,6 +144,8 @@ class Group(_Model):
 class FindGroup(_Model):
     scope: Scope
     name: str
+    # Observe by ID (import.id of an unmanaged SecurityGroup): the project's group with this ID, whatever its name.
+    id: str | None = None
 
 
 class GroupLookup(_Model):

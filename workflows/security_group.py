@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         delete,
         deleted,
         found,
+        observe_import,
         rule_added,
         rule_removed,
     )
@@ -62,6 +63,7 @@ def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionStat
 class SecurityGroupWorkflow(CloudEntity[SecurityGroupSpec, SecurityGroupState]):
     KIND = "SecurityGroup"
     STATE = SecurityGroupState
+    OBSERVES = True  # managementPolicy unmanaged + import: O1…O4, OG1 (a new kind: no run ever refused it)
     PLAN_READS = frozenset({io.FIND_GROUP.name, io.RESOLVE_GROUPS.name})
 
     @workflow.run
@@ -128,8 +130,11 @@ class SecurityGroupWorkflow(CloudEntity[SecurityGroupSpec, SecurityGroupState]):
         where = await self.where(spec, deleting=False)
         assert where is not None
         target = self.target(where)
-        d = await self._run_pass(lambda obs: converge(spec, target, obs))
-        assert isinstance(d.action, Converged) and d.observed is not None  # R3
+        if spec.unmanaged:  # O1…O4, OG1: only read; the status mirrors the imported group
+            d = await self._run_pass(lambda obs: observe_import(spec, target, obs))
+        else:
+            d = await self._run_pass(lambda obs: converge(spec, target, obs))
+        assert isinstance(d.action, Converged) and d.observed is not None  # R3, OG1
         self.k.security_group_id, self.k.rule_count = d.observed.id, len(d.observed.rules)
         self.k.waits = 0
         return Outcome(conditions=[_available(True, AvailableReason.PROVISIONED, d.action.message)])
@@ -139,6 +144,8 @@ class SecurityGroupWorkflow(CloudEntity[SecurityGroupSpec, SecurityGroupState]):
         """The converge pass's walk on fresh reads. Rule calls and the description update do not depend on
         Neutron's answer, so the walk folds each in as if made and goes on: the plan lists every rule change;
         a group create (G3) ends it (the rules then depend on the new group)."""
+        if spec.unmanaged:
+            return "managementPolicy unmanaged: the security group is only observed, never written"
         target, obs, planned = self.target(await self.plan_where(spec)), Observation(), 0
         while True:
             d = converge(spec, target, obs)

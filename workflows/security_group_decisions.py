@@ -21,6 +21,13 @@ Converge (reconcile):
   R2 a Neutron rule not in the spec -> delete it (Neutron's default egress rules included), or a second rule
                                        with the same key (one of each is kept, lowest ID first)
   R3 Neutron holds exactly the spec's rules -> Available=True/Provisioned; status securityGroupID, ruleCount
+Observe only (managementPolicy unmanaged with import; never a create, an update or a delete; spec.rules must
+be empty, CEL):
+  O1 read the imported group: by import.id, or every group named exactly import.filter.name, in the project
+  O2 project missing in Keystone    -> Available=False/Provisioning (as G1), retried
+  O3 no such group                  -> Available=False/Errored "nothing to observe", retried
+  O4 two or more with that name     -> Available=False/Errored (import one by ID), retried
+  OG1 the one group                 -> Available=True/Provisioned "observing …"; status securityGroupID, ruleCount
 Delete (finalize, deletionPolicy=delete):
   D1 project missing in Keystone    -> done: no group can have been created
   D2 no exact-name match            -> done (also how an accepted delete is confirmed: re-read)
@@ -37,6 +44,7 @@ from dataclasses import dataclass, replace
 from osprov.api import security_group_io as io
 from osprov.api.common import AvailableReason
 from osprov.api.security_group import SELF, SecurityGroupSpec, spec_rule_key
+from osprov.workflows.observe_import import Refused, Wanted, choose
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,25 @@ def converge(spec: SecurityGroupSpec, target: Target, obs: Observation) -> Decis
     count = len(group.rules)
     message = f"Neutron security group holds exactly the {count} declared rule{'s' if count != 1 else ''}"
     return Decision("R3", Converged(message), message, group)
+
+
+# --- observe only (O1…O4, OG1) ----------------------------------------------------------------------------
+def observe_import(spec: SecurityGroupSpec, target: Target, obs: Observation) -> Decision:
+    """The next step of an unmanaged SecurityGroup's pass: read the imported group, report it, change nothing."""
+    wanted = Wanted.of(spec.import_)
+    if obs.lookup is None:
+        find = io.FindGroup(scope=target.scope, name=wanted.name or "", id=wanted.id)
+        return Decision("O1", find, f"find the imported security group ({wanted.shown}) in {_where(target)}")
+    if not obs.lookup.project_found:
+        message = f"{_where(target)} does not exist in Keystone — retrying"
+        return Decision("O2", Fail(message, AvailableReason.PROVISIONING), "the project does not exist")
+    chosen = choose(obs.lookup.groups, wanted, "Neutron security group", _where(target))
+    if isinstance(chosen, Refused):
+        return Decision(chosen.rule, Fail(chosen.message, AvailableReason.ERRORED), chosen.message)
+    group = chosen.found
+    count = len(group.rules)
+    message = f"observing Neutron security group {group.id}: {count} rule{'s' if count != 1 else ''}"
+    return Decision("OG1", Converged(message), message, group)
 
 
 def found(obs: Observation, lookup: io.GroupLookup) -> Observation:

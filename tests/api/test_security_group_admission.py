@@ -99,3 +99,12 @@ def test_more_rules_than_the_bound_are_refused(api: client.ApiClient) -> None:
         create(api, NS, "SecurityGroup", "many", spec(*many), dry=True)
     assert "spec.rules" in rejection(err.value)
     create(api, NS, "SecurityGroup", "enough", spec(*many[: sg.MAX_RULES]), dry=True)
+
+
+def test_an_unmanaged_group_takes_no_rules(api: client.ApiClient) -> None:
+    observed = {"project": PROJECT, "managementPolicy": "unmanaged", "import": {"id": "sg-1"}}
+    with pytest.raises(client.ApiException) as err:
+        create(api, NS, "SecurityGroup", "observed", observed | {"rules": [SSH]}, dry=True)
+    assert sg.OBSERVED_RULES_MESSAGE in " | ".join(rejection(err.value).values())
+    assert model_errors("SecurityGroup", observed | {"rules": [SSH]}) != {}
+    create(api, NS, "SecurityGroup", "observed", observed, dry=True)

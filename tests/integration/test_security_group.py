@@ -261,3 +261,33 @@ def test_a_rule_create_whose_answer_was_lost_is_adopted_from_neutrons_409(
     assert "neutron security group rule exists: adopted" in osprov.worker.log_text()  # the 409 path ran
     osprov.delete("SecurityGroup", "lost")
     wait_for(lambda: osprov.get("SecurityGroup", "lost") is None, "gone", 90)
+
+
+def test_an_unmanaged_security_group_observes_an_existing_group_and_never_writes_it(
+    osprov: Osprov, admin: openstack.connection.Connection, project: Any
+) -> None:
+    name = f"legacy-{uuid.uuid4().hex[:6]}"
+    legacy = admin.network.create_security_group(name=name, project_id=project.id)
+    admin.network.create_security_group_rule(
+        security_group_id=legacy.id,
+        direction="ingress",
+        ethertype="IPv4",
+        protocol="tcp",
+        port_range_min=8080,
+        port_range_max=8080,
+        project_id=project.id,
+    )
+    before = neutron_rows(admin, legacy.id)
+    where = {"name": project.name, "domain": "Default"}
+    osprov.apply(
+        "SecurityGroup",
+        "legacy",
+        {"project": where, "managementPolicy": "unmanaged", "import": {"filter": {"name": name}}},
+    )
+    obj = converged(osprov, "legacy")
+    assert obj["status"]["securityGroupID"] == legacy.id and obj["status"]["ruleCount"] == len(before)
+    assert neutron_rows(admin, legacy.id) == before  # Neutron's default rules and the hand-made one stay
+    osprov.delete("SecurityGroup", "legacy")
+    wait_for(lambda: osprov.get("SecurityGroup", "legacy") is None, "the resource is gone", 60)
+    assert admin.network.get_security_group(legacy.id).name == name  # the observed group stays
+    admin.network.delete_security_group(legacy.id)

@@ -198,6 +198,14 @@ async def load_balancer_observed(h: Harness, _: str) -> str:
 # Recorded as Server-observe.json and LoadBalancer-observe.json: the patched observe paths (server-observe,
 # loadbalancer-observe) of unmanaged Servers and LoadBalancers.
 SCENARIOS["Server-observe"] = server_observed
+
+
+async def security_group_observed(h: Harness, _: str) -> str:
+    return await fakes_security_group.observe_scenario(h, "SecurityGroup")
+
+
+# Recorded as SecurityGroup-observe.json: the observe path of an unmanaged SecurityGroup (O1, OG1).
+SCENARIOS["SecurityGroup-observe"] = security_group_observed
 SCENARIOS["LoadBalancer-observe"] = load_balancer_observed
 
 

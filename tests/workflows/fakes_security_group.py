@@ -92,6 +92,11 @@ class FakeNeutron:
             neutron._enter(io.FIND_GROUP.name)
             if not neutron._exists(req.scope):
                 return io.GroupLookup(project_found=False)
+            if req.id is not None:  # by ID: the project's group with it, whatever its name
+                g = neutron.groups.get(req.id)
+                return io.GroupLookup(
+                    project_found=True, groups=[g.view()] if g and g.scope == req.scope else []
+                )
             return io.GroupLookup(project_found=True, groups=neutron._read(req.scope, req.name))
 
         @activity.defn(name=io.RESOLVE_GROUPS.name)
@@ -222,5 +227,29 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         await sh.signal(wf, 2, changed, deleting=True, finalizers=[FINALIZER])
         await sh.until(lambda: sh.condition().get("reason") == "Deprovisioning", "delete waits for ports")
         group.ports = 0
+        await wf.result()
+        return wf.id
+
+
+async def observe_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenario for an unmanaged SecurityGroup (O1, OG1): observe an imported group, a resync,
+    delete (nothing is called: deletionPolicy retain)."""
+    neutron = FakeNeutron()
+    legacy = neutron.add("legacy", neutron.add_project(), *DEFAULT_EGRESS)
+    queue = f"{h.queue}-neutron"
+    activities = h.cloud.activities() + neutron.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        sh = SecurityGroupHarness(h.env, h.cloud, queue)
+        sh.neutron = neutron
+        spec: dict[str, Any] = {
+            "project": {"name": "p", "domain": "Default"},
+            "managementPolicy": "unmanaged",
+            "import": {"id": legacy.id},
+        }
+        wf = await sh.apply(kind, spec, name="observed", uid="replay-secgroup-observe")
+        await sh.until(lambda: sh.condition().get("reason") == "Provisioned", "group observed")
+        await h.env.sleep(601)
+        await sh.until(lambda: neutron.count(io.FIND_GROUP.name) >= 2, "group resynced")
+        await sh.signal(wf, 1, spec, deleting=True)
         await wf.result()
         return wf.id

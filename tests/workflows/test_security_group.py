@@ -174,12 +174,29 @@ async def test_D5_D4_D2_delete_waits_while_ports_use_the_group_then_removes_it(
     assert h.neutron.named(NAME) == []
 
 
-async def test_unmanaged_is_refused_before_any_neutron_call(h: SecurityGroupHarness) -> None:
+async def test_O1_OG1_unmanaged_observes_the_imported_group_and_writes_nothing(
+    h: SecurityGroupHarness,
+) -> None:
+    legacy = h.neutron.add("legacy", h.neutron.add_project(), *DEFAULT_EGRESS)
+    body = spec(
+        deletionPolicy="retain", managementPolicy="unmanaged", **{"import": {"filter": {"name": "legacy"}}}
+    )
+    wf = await h.apply("SecurityGroup", body, uid=UID, name="web")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "observed")
+    assert h.status()["securityGroupID"] == legacy.id and h.status()["ruleCount"] == 2
+    assert set(h.neutron.calls) == {io.FIND_GROUP.name}  # read only: the default rules stay
+    assert set(legacy.rules.values()) == set(DEFAULT_EGRESS)
+    await h.signal(wf, 1, body, deleting=True)
+    await wf.result()
+    assert h.neutron.groups[legacy.id] is legacy  # deleting the resource leaves the group
+
+
+async def test_O3_an_import_that_matches_nothing_is_errored(h: SecurityGroupHarness) -> None:
     h.neutron.add_project()
-    body = spec(SSH, deletionPolicy="retain", managementPolicy="unmanaged", **{"import": {"id": "sg-x"}})
+    body = spec(deletionPolicy="retain", managementPolicy="unmanaged", **{"import": {"id": "sg-missing"}})
     await h.apply("SecurityGroup", body, uid=UID, name="web")
-    await h.until(lambda: "not supported for SecurityGroup" in h.condition().get("message", ""), "refused")
-    assert h.neutron.calls == []
+    await h.until(lambda: h.condition().get("reason") == "Errored", "nothing to observe")
+    assert "nothing to observe" in h.condition()["message"]
 
 
 async def test_plan_lists_every_rule_change_and_writes_nothing(h: SecurityGroupHarness) -> None:

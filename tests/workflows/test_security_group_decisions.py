@@ -27,6 +27,7 @@ from osprov.workflows.security_group_decisions import (
     delete,
     deleted,
     found,
+    observe_import,
     rule_added,
     rule_removed,
 )
@@ -236,3 +237,33 @@ def test_D5_in_use_waits_with_what_to_do() -> None:
     d = delete(TARGET, deleted(io.DeleteResult(outcome="in_use")))
     assert d.rule == "D5" and d.action == Wait(IN_USE_MESSAGE)
     assert "remove it from them" in IN_USE_MESSAGE
+
+
+# --- observe only -------------------------------------------------------------------------------------------
+def observed(how: dict[str, Any]) -> SecurityGroupSpec:
+    return spec(managementPolicy="unmanaged", **{"import": how})
+
+
+def test_O1_reads_the_import_by_id_or_by_exact_name() -> None:
+    by_id = observe_import(observed({"id": "sg-9"}), TARGET, Observation())
+    assert by_id.rule == "O1" and by_id.action == io.FindGroup(scope=SCOPE, name="", id="sg-9")
+    by_name = observe_import(observed({"filter": {"name": "legacy"}}), TARGET, Observation())
+    assert by_name.action == io.FindGroup(scope=SCOPE, name="legacy")
+
+
+def test_O2_O3_O4_OG1_observe_rows() -> None:
+    s = observed({"filter": {"name": "legacy"}})
+    o2 = observe_import(s, TARGET, read(project=False))
+    assert o2.rule == "O2" and isinstance(o2.action, Fail) and o2.action.reason == R.PROVISIONING
+    o3 = observe_import(s, TARGET, read())
+    assert o3.rule == "O3" and isinstance(o3.action, Fail) and "nothing to observe" in o3.action.message
+    o4 = observe_import(s, TARGET, read(group(gid="a"), group(gid="b")))
+    assert o4.rule == "O4" and isinstance(o4.action, Fail) and o4.action.reason == R.ERRORED
+    og1 = observe_import(s, TARGET, read(group(EGRESS4, EGRESS6, gid="sg-9")))
+    assert og1.rule == "OG1" and isinstance(og1.action, Converged) and og1.observed is not None
+    assert og1.action.message == "observing Neutron security group sg-9: 2 rules"
+
+
+def test_an_observed_group_takes_no_rules() -> None:
+    with pytest.raises(ValidationError, match="never writes its rules"):
+        spec(SSH, managementPolicy="unmanaged", **{"import": {"id": "sg-9"}})
