@@ -16,6 +16,7 @@ from osprov.activities import (
     nova,
     octavia,
     ownership,
+    security_group,
     tenancy,
 )
 
@@ -30,6 +31,7 @@ ACTIVITIES: list[Any] = [
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,
+    *security_group.ACTIVITIES,
     *inventory_cloud.ACTIVITIES,
     *inventory_kube.ACTIVITIES,
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from osprov.api import cinder, identity, keystone, nova, octavia, region
+from osprov.api import cinder, identity, keystone, nova, octavia, region, security_group
 from osprov.api.common import CamelModel, StatusModel
 from osprov.api.inventory_config import InventoryConfigSpec
 
@@ -234,6 +234,19 @@ CLOUD_KINDS: tuple[KindInfo, ...] = (
         ),
     ),
 )
+
+# The Neutron kinds (neutron.osh.openstack.org); each entry stands alone, so kinds of the group merge freely.
+SECURITY_GROUP_KIND = _cloud(
+    "SecurityGroup",
+    security_group.NEUTRON_GROUP,
+    security_group.SecurityGroupSpec,
+    security_group.SecurityGroupStatus,
+    "securityGroupID",
+    "ossg",
+    "neutron",
+    (PrinterColumn("Rules", "integer", ".status.ruleCount", "Rules in Neutron"),),
+)
+CLOUD_KINDS += (SECURITY_GROUP_KIND,)
 
 ALL_KINDS: tuple[KindInfo, ...] = IDENTITY_KINDS + TENANCY_KINDS + CLOUD_KINDS
 KINDS: dict[str, KindInfo] = {info.kind: info for info in ALL_KINDS}

@@ -154,3 +154,12 @@ class ServerState(CloudKindState):
     flavor_ref: str | None = None  # the spec.flavor last resolved to a name (an ID or a name) ...
     flavor_name: str | None = None  # ... and that name (resolved once per spec.flavor value)
     resize_parked: bool = False  # Z1: the resize failed; waiting for a new flavor
+
+
+# --- Neutron security groups ------------------------------------------------------------------------------
+
+
+class SecurityGroupState(CloudKindState):
+    security_group_id: str | None = None
+    rule_count: int | None = None
+    waits: int = 0  # passes in a row spent waiting (a delete refused while ports use the group)

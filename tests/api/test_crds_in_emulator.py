@@ -59,6 +59,7 @@ def test_every_kind_is_listed_by_its_category(applied: RunningEmulator) -> None:
         "Volume",
         "LoadBalancer",
         "Server",
+        "SecurityGroup",
     }
 
 

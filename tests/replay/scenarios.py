@@ -16,7 +16,7 @@ from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey
-from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
+from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia, fakes_security_group
 from tests.workflows.fakes_identity import ROLES
 from tests.workflows.harness import Harness, eventually
 
@@ -138,6 +138,7 @@ SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario
+SCENARIOS["SecurityGroup"] = fakes_security_group.replay_scenario
 
 
 def inventory_scenario(kind: str) -> Callable[[Harness, str], Awaitable[str]]:
@@ -197,6 +198,14 @@ async def load_balancer_observed(h: Harness, _: str) -> str:
 # Recorded as Server-observe.json and LoadBalancer-observe.json: the patched observe paths (server-observe,
 # loadbalancer-observe) of unmanaged Servers and LoadBalancers.
 SCENARIOS["Server-observe"] = server_observed
+
+
+async def security_group_observed(h: Harness, _: str) -> str:
+    return await fakes_security_group.observe_scenario(h, "SecurityGroup")
+
+
+# Recorded as SecurityGroup-observe.json: the observe path of an unmanaged SecurityGroup (O1, OG1).
+SCENARIOS["SecurityGroup-observe"] = security_group_observed
 SCENARIOS["LoadBalancer-observe"] = load_balancer_observed
 
 
