@@ -167,5 +167,5 @@ def start_octavia(secrets: Secrets) -> None:
     conf = octavia_conf(secrets)
     procs.run("octavia-db-manage", [venv_bin("octavia-db-manage"), "--config-file", conf, "upgrade", "head"])
     for binary in OCTAVIA_PROCESSES:
-        procs.start(binary, [venv_bin(binary), "--config-file", conf])
+        procs.start(binary, [venv_bin(binary), "--config-file", conf], env=octavia_vip.worker_env())
     wait_http("octavia", PORTS.octavia, process="octavia-api")

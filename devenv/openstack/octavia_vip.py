@@ -17,6 +17,8 @@ MODULE = "osprov_octavia_vip"
 
 DRIVER_TEMPLATE = '''"""Installed by osprov (devenv.openstack.octavia_vip): noop network driver with real VIP ports."""
 
+import os
+
 from oslo_log import log as logging
 
 from octavia.common import keystone
@@ -27,7 +29,9 @@ PORT_PREFIX = "octavia-lb-"
 OWNER = "Octavia"
 
 
-NEUTRON_URL = "{neutron_url}"
+# From the environment octavia-worker was started with (devenv/openstack/network.py), not baked in: the
+# OpenStack venv is shared by every stack on the machine (OSPROV_PORT_OFFSET), each with its own Neutron.
+NEUTRON_URL = os.environ["OSPROV_NEUTRON_URL"]
 
 
 def _neutron(method, path, **kwargs):
@@ -82,5 +86,9 @@ ENTRY_POINTS = f"[octavia.network.drivers]\n{DRIVER_NAME} = {MODULE}:RealVipPort
 def install() -> None:
     if not (site_packages() / "octavia").is_dir():
         raise RuntimeError(f"octavia is not installed in the OpenStack venv ({site_packages()})")
-    source = DRIVER_TEMPLATE.replace("{neutron_url}", f"http://{HOST}:{PORTS.neutron}")
-    install_plugin(MODULE, source, ENTRY_POINTS)
+    install_plugin(MODULE, DRIVER_TEMPLATE, ENTRY_POINTS)
+
+
+def worker_env() -> dict[str, str]:
+    """What the Octavia processes need in their environment for this driver: this stack's Neutron."""
+    return {"OSPROV_NEUTRON_URL": f"http://{HOST}:{PORTS.neutron}"}
