@@ -12,6 +12,7 @@ from osprov.activities import (
     keystone,
     keystone_sweep,
     kube,
+    network,
     neutron,
     nova,
     octavia,
@@ -30,6 +31,7 @@ ACTIVITIES: list[Any] = [
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,
+    *network.ACTIVITIES,
     *inventory_cloud.ACTIVITIES,
     *inventory_kube.ACTIVITIES,
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from osprov.api import cinder, identity, keystone, nova, octavia, region
+from osprov.api import cinder, identity, keystone, network, nova, octavia, region
 from osprov.api.common import CamelModel, StatusModel
 from osprov.api.inventory_config import InventoryConfigSpec
 
@@ -234,6 +234,23 @@ CLOUD_KINDS: tuple[KindInfo, ...] = (
         ),
     ),
 )
+
+# The Neutron kinds (neutron.osh.openstack.org). Before the other cloud kinds in listing order would suit
+# a later reference by name; appended here so the existing kinds' order is unchanged.
+NETWORK_KIND = _cloud(
+    "Network",
+    network.NEUTRON_GROUP,
+    network.NetworkSpec,
+    network.NetworkStatus,
+    "networkID",
+    "osnet",
+    "neutron",
+    (
+        PrinterColumn("CIDR", "string", ".spec.subnet.cidr", "Subnet address range"),
+        PrinterColumn("VLAN", "integer", ".status.segmentationID", "VLAN ID of a provider network"),
+    ),
+)
+CLOUD_KINDS = (*CLOUD_KINDS, NETWORK_KIND)
 
 ALL_KINDS: tuple[KindInfo, ...] = IDENTITY_KINDS + TENANCY_KINDS + CLOUD_KINDS
 KINDS: dict[str, KindInfo] = {info.kind: info for info in ALL_KINDS}

@@ -154,3 +154,13 @@ class ServerState(CloudKindState):
     flavor_ref: str | None = None  # the spec.flavor last resolved to a name (an ID or a name) ...
     flavor_name: str | None = None  # ... and that name (resolved once per spec.flavor value)
     resize_parked: bool = False  # Z1: the resize failed; waiting for a new flavor
+
+
+# --- Neutron --------------------------------------------------------------------------------------------
+
+
+class NetworkState(CloudKindState):
+    network_id: str | None = None
+    subnet_id: str | None = None
+    router_id: str | None = None
+    segmentation_id: int | None = None  # a provider network's VLAN ID, once the allocator granted it

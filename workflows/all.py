@@ -15,6 +15,7 @@ from osprov.workflows.keystone.service import ServiceWorkflow
 from osprov.workflows.keystone.sweep import KeystoneSweepWorkflow
 from osprov.workflows.keystone.user import UserWorkflow
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
+from osprov.workflows.network import NetworkWorkflow
 from osprov.workflows.server import ServerWorkflow
 from osprov.workflows.volume import VolumeWorkflow
 
@@ -31,6 +32,7 @@ WORKFLOWS: list[type] = [
     ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,
+    NetworkWorkflow,
     KeystoneObjectWorkflow,
     KeystoneSweepWorkflow,
     *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)

@@ -16,7 +16,7 @@ from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey
-from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia
+from tests.workflows import fakes_cinder, fakes_inventory, fakes_network, fakes_nova, fakes_octavia
 from tests.workflows.fakes_identity import ROLES
 from tests.workflows.harness import Harness, eventually
 
@@ -138,6 +138,7 @@ SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario
+SCENARIOS["Network"] = fakes_network.replay_scenario
 
 
 def inventory_scenario(kind: str) -> Callable[[Harness, str], Awaitable[str]]:

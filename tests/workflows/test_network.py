@@ -1,0 +1,113 @@
+"""The Network workflow (workflows/network.py) on the time-skipping server with a stubbed Neutron.
+
+Tests are named by the step labels of the tables in workflows/network_decisions.py: N (create), S, D (delete).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest_asyncio
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from osprov.api import network_io as io
+from tests.workflows.fakes_network import FINALIZER, SPEC, NetworkHarness, network_harness
+
+UID = "6a2e0c3a-0000-4000-8000-000000000001"
+NAMES = io.Names(network=io.network_name(UID), subnet=io.subnet_name(UID), router=io.router_name(UID))
+
+
+@pytest_asyncio.fixture
+async def h(tenv: WorkflowEnvironment) -> AsyncIterator[NetworkHarness]:
+    async for hs in network_harness(tenv):
+        yield hs
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    return SPEC | extra
+
+
+async def provisioned(h: NetworkHarness, **extra: Any) -> WorkflowHandle[Any, Any]:
+    h.neutron.add_project()
+    wf = await h.apply("Network", spec(**extra), uid=UID, name="net")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "network provisioned")
+    return wf
+
+
+async def test_n3_n5_n7_n9_s1_create_all_four_then_report_their_ids(h: NetworkHarness) -> None:
+    await provisioned(h)
+    n = h.neutron
+    look = n.lookup(n.add_project(), NAMES)
+    [net], [sub], [router] = look.networks, look.subnets, look.routers
+    assert sub.network_id == net.id and sub.cidr == "10.1.0.0/24"
+    assert router.external_network_id == "ext-1" and router.interface_subnets == [sub.id]
+    status = h.status()
+    assert (status["networkID"], status["subnetID"], status["routerID"]) == (net.id, sub.id, router.id)
+    assert [n.count(a.name) for a in (io.CREATE_NETWORK, io.CREATE_SUBNET, io.CREATE_ROUTER)] == [1, 1, 1]
+
+
+async def test_no_router_asked_makes_no_router(h: NetworkHarness) -> None:
+    plain = {k: v for k, v in SPEC.items() if k != "router"}
+    h.neutron.add_project()
+    await h.apply("Network", plain, uid=UID, name="net")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "network provisioned")
+    assert h.neutron.count(io.CREATE_ROUTER.name) == 0 and "routerID" not in h.status()
+
+
+async def test_a_lost_create_answer_adopts_instead_of_duplicating(h: NetworkHarness) -> None:
+    # Neutron made the network and the subnet, the answers were lost (as a kill -9 of the worker): the
+    # retries find them by name and make no second one.
+    h.neutron.lost_create_answers = 2
+    await provisioned(h)
+    look = h.neutron.lookup(h.neutron.add_project(), NAMES)
+    assert len(look.networks) == 1 and len(look.subnets) == 1
+
+
+async def test_n1_missing_project_is_a_clear_condition_and_nothing_is_made(h: NetworkHarness) -> None:
+    await h.apply("Network", spec(), uid=UID, name="net")
+    await h.until(lambda: "does not exist in Keystone yet" in h.condition().get("message", ""), "N1")
+    assert h.condition()["reason"] == "Provisioning"
+    assert h.neutron.count(io.CREATE_NETWORK.name) == 0
+
+
+async def test_n2_duplicate_networks_fail_closed(h: NetworkHarness) -> None:
+    scope = h.neutron.add_project()
+    h.neutron.add_network(scope, NAMES.network)
+    h.neutron.add_network(scope, NAMES.network)
+    await h.apply("Network", spec(), uid=UID, name="net")
+    await h.until(lambda: "2 Neutron networks are named" in h.condition().get("message", ""), "N2")
+    assert h.neutron.count(io.CREATE_SUBNET.name) == 0
+
+
+async def test_n6_a_subnet_of_another_cidr_is_never_changed(h: NetworkHarness) -> None:
+    scope = h.neutron.add_project()
+    net = h.neutron.add_network(scope, NAMES.network)
+    h.neutron.add_subnet(scope, NAMES.subnet, net.id, "192.168.9.0/24")
+    await h.apply("Network", spec(), uid=UID, name="net")
+    await h.until(lambda: "osprov never changes it" in h.condition().get("message", ""), "N6")
+    assert h.condition()["reason"] == "Errored" and h.neutron.count(io.CREATE_ROUTER.name) == 0
+
+
+async def test_d3_d4_d6_d7_d8_delete_in_order_then_drop_the_finalizer(h: NetworkHarness) -> None:
+    wf = await provisioned(h)
+    await h.signal(wf, 1, spec(), deleting=True, finalizers=[FINALIZER])
+    await wf.result()
+    n = h.neutron
+    assert not n.networks and not n.subnets and not n.routers
+    deletes = [c for c in n.calls if c in (io.REMOVE_ROUTER_INTERFACE.name, io.DELETE_OBJECT.name)]
+    assert deletes == [io.REMOVE_ROUTER_INTERFACE.name] + [io.DELETE_OBJECT.name] * 3
+
+
+async def test_d5_foreign_ports_hold_the_delete_with_a_message_until_they_go(h: NetworkHarness) -> None:
+    wf = await provisioned(h)
+    net_id = h.status()["networkID"]
+    h.neutron.ports[net_id] = 2
+    await h.signal(wf, 1, spec(), deleting=True, finalizers=[FINALIZER])
+    await h.until(lambda: "still has 2 ports osprov did not make" in h.condition().get("message", ""), "D5")
+    assert h.condition()["reason"] == "Deprovisioning"
+    assert net_id in h.neutron.networks and h.neutron.subnets  # nothing forced: the subnet stays too
+    h.neutron.ports[net_id] = 0  # their owner removed them
+    await h.until(lambda: not h.neutron.networks, "network deleted once the ports are gone", virtual_s=600)
+    await wf.result()
