@@ -18,6 +18,7 @@ from osprov.activities import (
     octavia,
     ownership,
     tenancy,
+    vlan,
 )
 
 ACTIVITIES: list[Any] = [
@@ -27,6 +28,7 @@ ACTIVITIES: list[Any] = [
     *keystone_sweep.ACTIVITIES,
     *identity.ACTIVITIES,
     *tenancy.ACTIVITIES,
+    *vlan.ACTIVITIES,
     *nova.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,

@@ -15,6 +15,7 @@ from osprov.api.identity_io import IdentityAnswer, IdentityUser
 from osprov.api.keystone_io import Grant
 from osprov.api.nova import RebuildMarker, ResizeMarker, ServerPhase, ServerVolumeStatus
 from osprov.api.ownership import ObjectKey, ObjectResult
+from osprov.api.vlan_io import Grant as VlanGrant
 
 
 class KindState(BaseModel):
@@ -164,3 +165,5 @@ class NetworkState(CloudKindState):
     subnet_id: str | None = None
     router_id: str | None = None
     segmentation_id: int | None = None  # a provider network's VLAN ID, once the allocator granted it
+    vlan_seq: int = 0  # of the latest allocation request sent
+    grant: VlanGrant | None = None  # the allocator's latest answer

@@ -17,6 +17,7 @@ from osprov.workflows.keystone.user import UserWorkflow
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from osprov.workflows.network import NetworkWorkflow
 from osprov.workflows.server import ServerWorkflow
+from osprov.workflows.vlan_allocator import VlanAllocatorWorkflow
 from osprov.workflows.volume import VolumeWorkflow
 
 WORKFLOWS: list[type] = [
@@ -35,6 +36,7 @@ WORKFLOWS: list[type] = [
     NetworkWorkflow,
     KeystoneObjectWorkflow,
     KeystoneSweepWorkflow,
+    VlanAllocatorWorkflow,
     *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)
 ]
 BY_KIND: dict[str, type] = {  # resource kinds

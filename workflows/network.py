@@ -13,18 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import network_io as io
+    from osprov.api import vlan_io
     from osprov.api.cinder_io import ProjectScope
     from osprov.api.common import AvailableReason
     from osprov.api.messages import ConditionState, EntityInput
     from osprov.api.network import NetworkSpec, NetworkStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import NetworkState
-    from osprov.workflows.calls import call
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
     from osprov.workflows.network_decisions import (
@@ -45,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
 # followed by at most one read: more steps than this means Neutron does not do what it answers (e.g. a
 # delete it confirms but a read still finds); the pass fails and the loop retries with backoff.
 MAX_STEPS_PER_PASS = 12
+# The allocator answers within a workflow task or two; longer means it is stuck: the pass fails and retries.
+GRANT_TIMEOUT = timedelta(seconds=60)
 
 
 def _available(ok: bool, reason: AvailableReason, message: str) -> ConditionState:
@@ -60,7 +64,16 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
     async def run(self, inp: EntityInput) -> str:
         return await self.run_loop(inp)
 
-    def target(self, where: Where) -> Target:
+    @workflow.signal(name=vlan_io.SIGNAL_GRANT)
+    def vlan_grant(self, grant: vlan_io.Grant) -> None:
+        if self.s is None or self.s.kind is None:
+            return
+        k = self.k
+        # Only this workflow's allocator signals it; an older answer (a repeated request) never overwrites.
+        if grant.seq >= (k.grant.seq if k.grant else 0):
+            k.grant = grant
+
+    def target(self, where: Where, segment: io.Segment | None = None, provider: bool = False) -> Target:
         ref = self.st.ref
         uid = ref.uid
         scope = ProjectScope(project=where.project, domain=where.domain, credential=where.credential)
@@ -71,7 +84,57 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
             # Neutron objects have no metadata map: the linkage goes in the description (255 characters).
             description=f"osprov Network {ref.namespace}/{ref.name} uid {uid}"[:255],
             scope=scope,
+            segment=segment,
+            admin=provider,  # only the controller's credentials may set (and see) a segment
         )
+
+    # ----- provider networks: the operator's policy and the VLAN allocator ---------------------------
+    async def _segment(self, physnet: str) -> io.Segment:
+        """P1-P3: the operator allows it (else Forbidden, nothing called), then this Network's VLAN ID: the
+        one it holds, else the allocator's answer (requested by the workflow ID: a repeat gets the same)."""
+        ns = self.st.ref.namespace
+        policy = await call_local(
+            vlan_io.PROVIDER_POLICY,
+            vlan_io.ProviderRequest(namespace=ns, physical_network=physnet),
+            summary=f"P1: check the tenancy mapping allows provider networks on {physnet} in namespace {ns}",
+        )
+        if not policy.allowed or policy.range is None:  # P1
+            raise PassFailed(policy.message, reason=AvailableReason.FORBIDDEN.value, retry=False)
+        k = self.k
+        if k.segmentation_id is None:
+            k.vlan_seq += 1
+            seq = k.vlan_seq
+            owner = workflow.info().workflow_id
+            self.set_step(f"P2: ask the VLAN allocator of {physnet} for an ID in {policy.range}")
+            await call(
+                vlan_io.REQUEST,
+                vlan_io.Allocate(owner=owner, physical_network=physnet, range=policy.range, seq=seq),
+                summary=f"P2: ask the VLAN allocator of {physnet} for an ID",
+            )
+            try:
+                await workflow.wait_condition(
+                    lambda: k.grant is not None and k.grant.seq >= seq,
+                    timeout=GRANT_TIMEOUT,
+                    timeout_summary=f"wait for the VLAN allocator of {physnet}",
+                )
+            except TimeoutError:
+                raise PassFailed(f"no answer from the VLAN allocator of {physnet} yet — retrying") from None
+            assert k.grant is not None
+            if k.grant.segmentation_id is None:  # P3: exhausted; the loop's backoff retries
+                raise PassFailed(k.grant.message, reason=AvailableReason.PROVISIONING.value)
+            k.segmentation_id = k.grant.segmentation_id
+            self.event(note("Allocated", f"VLAN {k.segmentation_id} on {physnet}"))
+        return io.Segment(physical_network=physnet, segmentation_id=k.segmentation_id)
+
+    async def _release(self, physnet: str) -> None:
+        """P4: Neutron confirmed the network gone (D1/D8): its ID may be handed out again."""
+        self.set_step(f"P4: release VLAN {self.k.segmentation_id} on {physnet}")
+        await call(
+            vlan_io.RELEASE,
+            vlan_io.Release(owner=workflow.info().workflow_id, physical_network=physnet),
+            summary=f"P4: release this Network's VLAN ID on {physnet}",
+        )
+        self.k.segmentation_id = None
 
     def status(self, base: StatusBase) -> NetworkStatus:
         k = self.k
@@ -149,7 +212,8 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
     async def reconcile(self, spec: NetworkSpec, full: bool) -> Outcome:
         where = await self.where(spec, deleting=False)
         assert where is not None
-        target = self.target(where)
+        segment = await self._segment(spec.provider.physical_network) if spec.provider else None
+        target = self.target(where, segment, provider=spec.provider is not None)
         d = await self._run_pass(lambda obs: create(spec, target, obs))
         if isinstance(d.action, Errored):  # S2
             workflow.logger.warning(
@@ -164,8 +228,14 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
     async def finalize(self, spec: NetworkSpec) -> Outcome | None:
         where = await self.where(spec, deleting=True)
         if where is None:  # its Identity is gone or never got a project: nothing can exist
+            # A VLAN ID is kept, not released: without a read that confirms the network gone, handing it out
+            # again could give two networks one segment (an operator releases it: docs/network.md).
             return None
-        target = self.target(where)
+        target = self.target(where, provider=spec.provider is not None)
         d = await self._run_pass(lambda obs: delete(target, obs))
         assert isinstance(d.action, Done)  # D1, D8
+        if spec.provider is not None and d.rule == "D8":
+            # Only on a read that found the network gone: D1 (the project is gone) says nothing about a
+            # network the controller made for it, so its ID stays allocated rather than risk a second user.
+            await self._release(spec.provider.physical_network)
         return None

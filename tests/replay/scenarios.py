@@ -139,6 +139,8 @@ SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario
 SCENARIOS["Network"] = fakes_network.replay_scenario
+SCENARIOS["Network-provider"] = fakes_network.provider_scenario  # P1, P2, P4 around the same table
+SCENARIOS["VlanAllocator"] = fakes_network.provider_scenario
 
 
 def inventory_scenario(kind: str) -> Callable[[Harness, str], Awaitable[str]]:

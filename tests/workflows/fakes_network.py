@@ -17,7 +17,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from osprov.activities import errors
+from osprov.activities import vlan as vlan_activities
 from osprov.api import network_io as io
+from osprov.api import vlan_io
 from osprov.api.cinder_io import ProjectScope
 from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
@@ -37,6 +39,9 @@ class FakeNeutron:
     fail_next: dict[str, str] = field(default_factory=dict)  # activity -> error type
     # This many creates are made but their answer is lost (the worker died after Neutron accepted it).
     lost_create_answers: int = 0
+    # The operator's provider-network policy: the VLAN range of physnet1 offered to every namespace (None:
+    # provider networks are refused).
+    vlan_range: vlan_io.VlanRange | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add_project(self, project: str = "p", domain: str = "Default") -> ProjectScope:
@@ -167,7 +172,18 @@ class FakeNeutron:
                 raise errors.conflict("Neutron refused to delete the network: it is still in use — retrying")
             return io.DeleteResult(outcome="deleted" if table.pop(req.id, None) else "absent")
 
+        @activity.defn(name=vlan_io.PROVIDER_POLICY.name)
+        async def provider_policy(req: vlan_io.ProviderRequest) -> vlan_io.ProviderPolicy:
+            n._enter(vlan_io.PROVIDER_POLICY.name)
+            if n.vlan_range is None or req.physical_network != "physnet1":
+                return vlan_io.ProviderPolicy(allowed=False, message="not in the operator's mapping")
+            return vlan_io.ProviderPolicy(allowed=True, range=n.vlan_range)
+
+        # The allocator's signals go through the real activities (the worker's Temporal client).
         return [
+            provider_policy,
+            vlan_activities.request,
+            vlan_activities.release,
             find_network,
             create_network,
             create_subnet,
@@ -233,3 +249,26 @@ async def replay_scenario(h: Harness, kind: str) -> str:
         await nh.signal(wf, 1, SPEC, deleting=True, finalizers=[FINALIZER])
         await wf.result()
         return wf.id
+
+
+async def provider_scenario(h: Harness, kind: str) -> str:
+    """tests/replay scenarios Network-provider and VlanAllocator: a provider Network gets its VLAN ID (P2),
+    is made, resynced and deleted, and its ID released (P4). Returns the ID of the workflow `kind` names."""
+    neutron = FakeNeutron(vlan_range=vlan_io.VlanRange(first=100, last=199))
+    neutron.add_project()
+    queue = f"{h.queue}-neutron"
+    activities = h.cloud.activities() + neutron.activities()
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=activities):
+        nh = NetworkHarness(h.env, h.cloud, queue)
+        nh.neutron = neutron
+        spec = SPEC | {"provider": {"physicalNetwork": "physnet1"}}
+        wf = await nh.apply("Network", spec, name="replay", uid="replay-network-provider")
+        await nh.until(lambda: nh.condition().get("reason") == "Provisioned", "provider network provisioned")
+        finds = neutron.count(io.FIND_NETWORK.name)
+        await h.env.sleep(601)
+        await nh.until(lambda: neutron.count(io.FIND_NETWORK.name) > finds, "network resynced")
+        await nh.signal(wf, 1, spec, deleting=True, finalizers=[FINALIZER])
+        await wf.result()
+        allocator = h.env.client.get_workflow_handle(vlan_io.workflow_id("physnet1", queue))
+        h.started.append(allocator)  # runs for good: terminated when the harness closes
+        return allocator.id if kind == vlan_io.WORKFLOW_TYPE else wf.id

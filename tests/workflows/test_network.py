@@ -13,6 +13,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from osprov.api import network_io as io
+from osprov.api import vlan_io
 from tests.workflows.fakes_network import FINALIZER, SPEC, NetworkHarness, network_harness
 
 UID = "6a2e0c3a-0000-4000-8000-000000000001"
@@ -111,3 +112,62 @@ async def test_d5_foreign_ports_hold_the_delete_with_a_message_until_they_go(h: 
     h.neutron.ports[net_id] = 0  # their owner removed them
     await h.until(lambda: not h.neutron.networks, "network deleted once the ports are gone", virtual_s=600)
     await wf.result()
+
+
+# --- provider networks: P1 (policy), P2 (allocation), P3 (exhaustion), P4 (release) --------------------
+PROVIDER = {"provider": {"physicalNetwork": "physnet1"}}
+
+
+async def allocator_table(h: NetworkHarness) -> dict[str, int]:
+    handle = h.env.client.get_workflow_handle(vlan_io.workflow_id("physnet1", h.queue))
+    state = await handle.query(vlan_io.QUERY_TABLE, result_type=vlan_io.AllocatorState)
+    return state.table
+
+
+async def test_p1_a_physical_network_the_operator_did_not_allow_is_forbidden_before_any_call(
+    h: NetworkHarness,
+) -> None:
+    h.neutron.add_project()
+    await h.apply("Network", spec(**PROVIDER), uid=UID, name="net")
+    await h.until(lambda: h.condition().get("reason") == "Forbidden", "P1")
+    assert "not in the operator's mapping" in h.condition()["message"]
+    assert h.neutron.count(io.FIND_NETWORK.name) == 0 and h.neutron.count(io.CREATE_NETWORK.name) == 0
+
+
+async def test_p2_p4_concurrent_provider_networks_get_distinct_ids_and_release_them(
+    h: NetworkHarness,
+) -> None:
+    h.neutron.add_project()
+    h.neutron.vlan_range = vlan_io.VlanRange(first=100, last=109)
+    wfs = [await h.apply("Network", spec(**PROVIDER), name=f"net{i}") for i in range(6)]
+    await h.until(
+        lambda: sum(s["conditions"][0]["reason"] == "Provisioned" for s in h.written.values()) == 6, "6 ready"
+    )
+    ids = sorted(s["segmentationID"] for s in h.written.values())
+    assert len(set(ids)) == 6 and all(100 <= i <= 109 for i in ids)
+    made = sorted(net.segmentation_id or 0 for _, net in h.neutron.networks.values())
+    assert made == ids  # each network was made with its own allocated ID
+    assert sorted((await allocator_table(h)).values()) == ids
+    for wf in wfs:
+        await h.signal(wf, 1, spec(**PROVIDER), deleting=True, finalizers=[FINALIZER])
+    for wf in wfs:
+        await wf.result()
+    assert not h.neutron.networks and await allocator_table(h) == {}
+
+
+async def test_p3_exhaustion_is_a_clear_condition_and_the_id_is_given_once_one_is_released(
+    h: NetworkHarness,
+) -> None:
+    h.neutron.add_project()
+    h.neutron.vlan_range = vlan_io.VlanRange(first=200, last=200)
+    first = await h.apply("Network", spec(**PROVIDER), name="first")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "the first gets VLAN 200")
+    second = await h.apply("Network", spec(**PROVIDER), name="second")
+    await h.until(lambda: "no free VLAN ID in range 200-200" in h.condition().get("message", ""), "P3")
+    assert h.neutron.count(io.CREATE_NETWORK.name) == 1  # nothing made without an ID
+    await h.signal(first, 1, spec(**PROVIDER), deleting=True, finalizers=[FINALIZER])
+    await first.result()
+    await h.until(
+        lambda: h.written.get(second.id, {}).get("segmentationID") == 200, "the second gets it", virtual_s=900
+    )
+    assert list((await allocator_table(h)).values()) == [200]
