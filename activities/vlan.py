@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from osprov.activities import ownership, tenancy
+from osprov.activities import cloud, ownership, tenancy
+from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
 from osprov.api import vlan_io as io
 
@@ -37,6 +38,24 @@ def provider_policy(request: io.ProviderRequest) -> io.ProviderPolicy:
     return io.ProviderPolicy(allowed=True, range=vlan_range)
 
 
+@implements(io.USED_IDS)
+def used_ids(req: io.UsedIds) -> list[int]:
+    """The VLAN IDs of every network Neutron has on the physical network (the controller's credentials: only
+    they see segments; called only where the operator allowed provider networks on it)."""
+    physnet = req.physical_network
+    with openstack_errors(f"list the VLAN networks on physical network {physnet}", service="Neutron"):
+        found = cloud.admin_connection().network.networks(
+            provider_network_type="vlan", provider_physical_network=physnet
+        )
+        return sorted(
+            {
+                int(n.provider_segmentation_id)
+                for n in found
+                if n.provider_physical_network == physnet and n.provider_segmentation_id is not None
+            }
+        )
+
+
 async def _send(physical_network: str, signal: str, arg: object) -> None:
     workflow_id = io.workflow_id(physical_network, activity.info().task_queue)
     start = io.AllocatorInput(physical_network=physical_network)
@@ -54,4 +73,4 @@ async def release(req: io.Release) -> None:
     await _send(req.physical_network, io.SIGNAL_RELEASE, req)
 
 
-ACTIVITIES = [provider_policy, request, release]
+ACTIVITIES = [provider_policy, used_ids, request, release]

@@ -69,6 +69,7 @@ class Allocate(_Model):
     physical_network: str
     range: VlanRange
     seq: int
+    taken: list[int] = Field(default_factory=list)  # IDs Neutron shows in use on it (maybe not osprov's)
 
 
 class Release(_Model):
@@ -88,6 +89,10 @@ class Grant(_Model):
     message: str = ""
 
 
+class UsedIds(_Model):
+    physical_network: str
+
+
 class AllocatorState(_Model):
     physical_network: str
     table: dict[str, int]
@@ -96,5 +101,6 @@ class AllocatorState(_Model):
 PROVIDER_POLICY: Activity[ProviderRequest, ProviderPolicy] = Activity(
     "vlan.provider_policy", ProviderRequest, ProviderPolicy
 )
+USED_IDS: Activity[UsedIds, list[int]] = Activity("vlan.used_ids", UsedIds, list[int])
 REQUEST: Activity[Allocate, None] = Activity("vlan.request", Allocate, type(None))
 RELEASE: Activity[Release, None] = Activity("vlan.release", Release, type(None))

@@ -105,10 +105,18 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
             k.vlan_seq += 1
             seq = k.vlan_seq
             owner = workflow.info().workflow_id
+            taken = await call(
+                vlan_io.USED_IDS,
+                vlan_io.UsedIds(physical_network=physnet),
+                summary=f"P2: read the VLAN IDs in use on {physnet} in Neutron",
+            )
             self.set_step(f"P2: ask the VLAN allocator of {physnet} for an ID in {policy.range}")
+            req = vlan_io.Allocate(
+                owner=owner, physical_network=physnet, range=policy.range, seq=seq, taken=taken
+            )
             await call(
                 vlan_io.REQUEST,
-                vlan_io.Allocate(owner=owner, physical_network=physnet, range=policy.range, seq=seq),
+                req,
                 summary=f"P2: ask the VLAN allocator of {physnet} for an ID",
             )
             try:

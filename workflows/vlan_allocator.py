@@ -1,7 +1,8 @@
 """VlanAllocator: the single writer of one physical network's VLAN allocation table (api/vlan_io.py).
 
   allocate, owner holds an ID          -> grant it again (a retried or replayed request: exactly once)
-  allocate, a free ID in the range     -> the lowest free one, recorded, then granted
+  allocate, a free ID in the range     -> the lowest one neither allocated nor seen in use in Neutron on the
+                                          physical network (`taken`), recorded, then granted
   allocate, none free                  -> grant None with "no free VLAN ID in range …" (the Network reports
                                           it and retries on its backoff timer: no storm)
   release                              -> the owner's ID is free again (sent only once Neutron confirmed
@@ -32,7 +33,9 @@ def allocate(table: dict[str, int], req: io.Allocate, physical_network: str) -> 
     held = table.get(req.owner)
     if held is not None:
         return io.Grant(owner=req.owner, physical_network=physical_network, seq=req.seq, segmentation_id=held)
-    used = set(table.values())
+    # Neutron's own view too: an ID a network osprov did not make holds on the physical network is never
+    # handed out (the requester read it just before asking).
+    used = set(table.values()) | set(req.taken)
     free = next((v for v in range(req.range.first, req.range.last + 1) if v not in used), None)
     if free is None:
         size = req.range.last - req.range.first + 1

@@ -3,7 +3,8 @@
 Issue 18's done-when: 30 concurrent provider Networks, with the worker killed (SIGKILL of its process group)
 while they are being allocated, created and deleted, get 30 distinct VLAN IDs from the operator's range —
 asserted on the networks Neutron holds, not only on the status — and release them all on delete (the
-allocator's table is empty and Neutron has none of them left). The local Neutron's ML2 knows physnet1 without
+allocator's table is empty and Neutron has none of them left). An ID a network osprov did not make uses on
+the physical network is never handed out. The local Neutron's ML2 knows physnet1 without
 a range of its own (devenv/openstack/network.py): every segment is osprov's.
 """
 
@@ -104,6 +105,13 @@ def allocator_table(osprov: Osprov) -> dict[str, int]:
 def test_thirty_concurrent_provider_networks_under_kill_9_get_distinct_vlans_and_release_them(
     osprov: Osprov, admin: openstack.connection.Connection
 ) -> None:
+    # A VLAN network osprov did not make holds the range's first ID: it must never be handed out.
+    foreign = admin.network.create_network(
+        name=f"foreign-{uuid.uuid4().hex[:8]}",
+        provider_network_type="vlan",
+        provider_physical_network="physnet1",
+        provider_segmentation_id=FIRST,
+    )
     osprov.apply("Identity", "team", {})
     project_id = osprov.wait_ready("Identity", "team", timeout_s=90)["status"]["projectID"]
     for i in range(COUNT):
@@ -121,7 +129,7 @@ def test_thirty_concurrent_provider_networks_under_kill_9_get_distinct_vlans_and
 
     statuses = {f"n{i}": (osprov.get("Network", f"n{i}") or {}) for i in range(COUNT)}
     ids = {name: obj["status"]["segmentationID"] for name, obj in statuses.items()}
-    assert len(set(ids.values())) == COUNT and all(FIRST <= v <= LAST for v in ids.values()), ids
+    assert len(set(ids.values())) == COUNT and all(FIRST < v <= LAST for v in ids.values()), ids
     made = vlan_networks(admin, project_id)
     assert len(made) == COUNT  # no network duplicated by a replayed or retried create
     by_name = {n.name: n for n in made}
@@ -142,6 +150,9 @@ def test_thirty_concurrent_provider_networks_under_kill_9_get_distinct_vlans_and
     # Every ID released (the releases were delivered before the finalizers went; the query may run before
     # the allocator's task that applies the last of them).
     wait_for(lambda: allocator_table(osprov) == {}, "the allocator's table empty", 30)
+
+    assert admin.network.get_network(foreign.id).provider_segmentation_id == FIRST  # left alone
+    admin.network.delete_network(foreign.id)
 
     osprov.delete("Identity", "team")
     wait_for(lambda: osprov.get("Identity", "team") is None, "the Identity is gone", 120)

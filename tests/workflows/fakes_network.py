@@ -179,9 +179,16 @@ class FakeNeutron:
                 return vlan_io.ProviderPolicy(allowed=False, message="not in the operator's mapping")
             return vlan_io.ProviderPolicy(allowed=True, range=n.vlan_range)
 
+        @activity.defn(name=vlan_io.USED_IDS.name)
+        async def used_ids(req: vlan_io.UsedIds) -> list[int]:
+            n._enter(vlan_io.USED_IDS.name)
+            nets = [net for _, net in n.networks.values() if net.physical_network == req.physical_network]
+            return sorted({net.segmentation_id for net in nets if net.segmentation_id is not None})
+
         # The allocator's signals go through the real activities (the worker's Temporal client).
         return [
             provider_policy,
+            used_ids,
             vlan_activities.request,
             vlan_activities.release,
             find_network,

@@ -171,3 +171,15 @@ async def test_p3_exhaustion_is_a_clear_condition_and_the_id_is_given_once_one_i
         lambda: h.written.get(second.id, {}).get("segmentationID") == 200, "the second gets it", virtual_s=900
     )
     assert list((await allocator_table(h)).values()) == [200]
+
+
+async def test_p2_an_id_a_foreign_network_uses_on_the_physnet_is_skipped(h: NetworkHarness) -> None:
+    scope = h.neutron.add_project("other")
+    h.neutron.add_network(
+        scope, "not-osprovs", network_type="vlan", physical_network="physnet1", segmentation_id=100
+    )
+    h.neutron.add_project()
+    h.neutron.vlan_range = vlan_io.VlanRange(first=100, last=109)
+    await h.apply("Network", spec(**PROVIDER), uid=UID, name="net")
+    await h.until(lambda: h.condition().get("reason") == "Provisioned", "provisioned")
+    assert h.status()["segmentationID"] == 101

@@ -44,3 +44,9 @@ def test_a_released_id_is_given_again() -> None:
     table = {"a": 10, "b": 11, "c": 12}
     table.pop("b")
     assert allocate(table, ask("d"), "physnet1").segmentation_id == 11
+
+
+def test_an_id_neutron_shows_in_use_is_never_given() -> None:
+    table: dict[str, int] = {"a": 10}
+    req = io.Allocate(owner="b", physical_network="physnet1", range=RANGE, seq=1, taken=[10, 11])
+    assert allocate(table, req, "physnet1").segmentation_id == 12
