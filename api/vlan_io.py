@@ -60,6 +60,7 @@ class ProviderPolicy(_Model):
 class AllocatorInput(_Model):
     physical_network: str
     table: dict[str, int] = Field(default_factory=dict)  # owner (a Network's workflow ID) -> VLAN ID
+    max_messages: int = Field(default=500, ge=1)  # handled per run before continue-as-new
 
 
 class Allocate(_Model):

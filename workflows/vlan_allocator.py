@@ -24,9 +24,6 @@ from temporalio.exceptions import FailureError
 with workflow.unsafe.imports_passed_through():
     from osprov.api import vlan_io as io
 
-# Messages handled per run before continue-as-new (each allocation adds a signal in and one out).
-MAX_MESSAGES_PER_RUN = 500
-
 
 def allocate(table: dict[str, int], req: io.Allocate, physical_network: str) -> io.Grant:
     """The grant for `req` given the table (which it updates): pure, so replay decides the same."""
@@ -55,6 +52,7 @@ class VlanAllocatorWorkflow:
         self.table: dict[str, int] = {}
         self.inbox: list[io.Allocate | io.Release] = []
         self.handled = 0
+        self.max_messages = 1
 
     @workflow.signal(name=io.SIGNAL_ALLOCATE)
     def on_allocate(self, req: io.Allocate) -> None:
@@ -72,6 +70,7 @@ class VlanAllocatorWorkflow:
     async def run(self, inp: io.AllocatorInput) -> None:
         self.physical_network = inp.physical_network
         self.table = dict(inp.table)
+        self.max_messages = inp.max_messages  # each allocation is a signal in and one out
         while True:
             await workflow.wait_condition(lambda: bool(self.inbox))
             batch, self.inbox = self.inbox, []
@@ -85,11 +84,12 @@ class VlanAllocatorWorkflow:
             workflow.set_current_details(f"{len(self.table)} VLAN IDs allocated on {self.physical_network}")
             await asyncio.gather(*(self._reply(g) for g in grants))
             if not self.inbox and (
-                self.handled >= MAX_MESSAGES_PER_RUN or workflow.info().is_continue_as_new_suggested()
+                self.handled >= self.max_messages or workflow.info().is_continue_as_new_suggested()
             ):
-                workflow.continue_as_new(
-                    io.AllocatorInput(physical_network=self.physical_network, table=self.table)
+                carried = io.AllocatorInput(
+                    physical_network=self.physical_network, table=self.table, max_messages=self.max_messages
                 )
+                workflow.continue_as_new(carried)
 
     async def _reply(self, grant: io.Grant) -> None:
         try:

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from osprov.api import network_io as io
 from osprov.api import vlan_io
 from tests.workflows.fakes_network import FINALIZER, SPEC, NetworkHarness, network_harness
+from tests.workflows.harness import eventually
 
 UID = "6a2e0c3a-0000-4000-8000-000000000001"
 NAMES = io.Names(network=io.network_name(UID), subnet=io.subnet_name(UID), router=io.router_name(UID))
@@ -183,3 +184,28 @@ async def test_p2_an_id_a_foreign_network_uses_on_the_physnet_is_skipped(h: Netw
     await h.apply("Network", spec(**PROVIDER), uid=UID, name="net")
     await h.until(lambda: h.condition().get("reason") == "Provisioned", "provisioned")
     assert h.status()["segmentationID"] == 101
+
+
+async def test_the_allocator_continues_as_new_with_its_table(h: NetworkHarness) -> None:
+    physnet = "physnet-can"
+    handle = await h.env.client.start_workflow(
+        vlan_io.WORKFLOW_TYPE,
+        vlan_io.AllocatorInput(physical_network=physnet, max_messages=2),
+        id=vlan_io.workflow_id(physnet, h.queue),
+        task_queue=h.queue,
+    )
+    h.started.append(handle)
+    first_run = (await handle.describe()).run_id
+
+    async def table_is(want: dict[str, int]) -> bool:
+        state = await handle.query(vlan_io.QUERY_TABLE, result_type=vlan_io.AllocatorState)
+        return state.table == want
+
+    vlan_range = vlan_io.VlanRange(first=300, last=309)
+    for n in range(3):  # owners without a workflow: the grants are not delivered, the table keeps them
+        ask = vlan_io.Allocate(owner=f"gone-{n}", physical_network=physnet, range=vlan_range, seq=1)
+        await handle.signal(vlan_io.SIGNAL_ALLOCATE, ask)
+    await eventually(lambda: table_is({"gone-0": 300, "gone-1": 301, "gone-2": 302}), "3 allocated")
+    assert (await handle.describe()).run_id != first_run  # continued as new, carrying the table
+    await handle.signal(vlan_io.SIGNAL_RELEASE, vlan_io.Release(owner="gone-1", physical_network=physnet))
+    await eventually(lambda: table_is({"gone-0": 300, "gone-2": 302}), "one released")
