@@ -239,7 +239,9 @@ class NetworkWorkflow(CloudEntity[NetworkSpec, NetworkState]):
             # A VLAN ID is kept, not released: without a read that confirms the network gone, handing it out
             # again could give two networks one segment (an operator releases it: docs/network.md).
             return None
-        target = self.target(where, provider=spec.provider is not None)
+        # The project's own credentials read and delete a provider network too (it owns it; D rows need no
+        # segment): no controller power on the way out, even where the operator has since withdrawn it.
+        target = self.target(where)
         d = await self._run_pass(lambda obs: delete(target, obs))
         assert isinstance(d.action, Done)  # D1, D8
         if spec.provider is not None and d.rule == "D8":
