@@ -12,12 +12,14 @@ from osprov.activities import (
     keystone,
     keystone_sweep,
     kube,
+    network,
     neutron,
     nova,
     octavia,
     ownership,
     security_group,
     tenancy,
+    vlan,
 )
 
 ACTIVITIES: list[Any] = [
@@ -27,10 +29,12 @@ ACTIVITIES: list[Any] = [
     *keystone_sweep.ACTIVITIES,
     *identity.ACTIVITIES,
     *tenancy.ACTIVITIES,
+    *vlan.ACTIVITIES,
     *nova.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,
+    *network.ACTIVITIES,
     *security_group.ACTIVITIES,
     *inventory_cloud.ACTIVITIES,
     *inventory_kube.ACTIVITIES,

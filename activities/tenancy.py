@@ -13,6 +13,9 @@ within the kubelet's sync period). No file, or a namespace it does not name: eve
         projects:                           # existing projects team-a's resources may name (spec.project)
           - {name: team-a-legacy, domain: Default}
         any_project: false                  # true: any existing project (the operator's explicit choice)
+        provider_networks: [physnet1]       # physical networks its Networks may make VLAN networks on
+    vlan_ranges:                            # the VLAN IDs osprov allocates per physical network
+      physnet1: {first: 100, last: 199}
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from osprov.api.tenancy_io import (
     ProjectRequest,
     Verdict,
 )
+from osprov.api.vlan_io import VlanRange
 
 TENANCY_FILE_ENV = "OSPROV_TENANCY_FILE"
 DEFAULT_ROLES = ("member", "load-balancer_member")
@@ -55,11 +59,15 @@ class NamespaceMapping(_Strict):
     # Any existing project, on the controller's re-scoped credentials: the pre-Identity behaviour, only where
     # the operator says so explicitly (a namespace it fully trusts, e.g. its own tests).
     any_project: bool = False
+    # Physical networks its Networks may make VLAN provider networks on (on the controller's credentials,
+    # with an ID from osprov's allocator: activities/vlan.py).
+    provider_networks: list[str] = Field(default_factory=list)
 
 
 class TenancyConfig(_Strict):
     roles: list[str] = Field(default_factory=lambda: list(DEFAULT_ROLES), min_length=1)
     namespaces: dict[str, NamespaceMapping] = Field(default_factory=dict)
+    vlan_ranges: dict[str, VlanRange] = Field(default_factory=dict)  # physical network -> its VLAN IDs
 
 
 _lock = threading.Lock()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from osprov.api import cinder, identity, keystone, nova, octavia, region, security_group
+from osprov.api import cinder, identity, keystone, network, nova, octavia, region, security_group
 from osprov.api.common import CamelModel, StatusModel
 from osprov.api.inventory_config import InventoryConfigSpec
 
@@ -235,10 +235,24 @@ CLOUD_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-# The Neutron kinds (neutron.osh.openstack.org); each entry stands alone, so kinds of the group merge freely.
+# The Neutron kinds (neutron.osh.openstack.org), appended so the existing kinds' order is unchanged.
+NETWORK_KIND = _cloud(
+    "Network",
+    network.NEUTRON_GROUP,
+    network.NetworkSpec,
+    network.NetworkStatus,
+    "networkID",
+    "osnet",
+    "neutron",
+    (
+        PrinterColumn("CIDR", "string", ".spec.subnet.cidr", "Subnet address range"),
+        PrinterColumn("VLAN", "integer", ".status.segmentationID", "VLAN ID of a provider network"),
+    ),
+)
+CLOUD_KINDS = (*CLOUD_KINDS, NETWORK_KIND)
 SECURITY_GROUP_KIND = _cloud(
     "SecurityGroup",
-    security_group.NEUTRON_GROUP,
+    network.NEUTRON_GROUP,
     security_group.SecurityGroupSpec,
     security_group.SecurityGroupStatus,
     "securityGroupID",

@@ -20,7 +20,6 @@ from osprov.api.common import CLOUD_SPEC_RULES, DNS_SUBDOMAIN_PATTERN, CamelMode
 from osprov.api.limits import Cidr
 
 # The API group of the Neutron kinds; defined here so this module stands alone (api/network.py has its own).
-NEUTRON_GROUP = "neutron.osh.openstack.org"
 # Neutron's default quota is 100 rules per project (neutron/conf/quota.py), shared by every group there.
 MAX_RULES = 64
 DESCRIPTION_MAX = 255  # Neutron's description attribute (neutron_lib db_const.DESCRIPTION_FIELD_SIZE)

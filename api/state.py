@@ -15,6 +15,7 @@ from osprov.api.identity_io import IdentityAnswer, IdentityUser
 from osprov.api.keystone_io import Grant
 from osprov.api.nova import RebuildMarker, ResizeMarker, ServerPhase, ServerVolumeStatus
 from osprov.api.ownership import ObjectKey, ObjectResult
+from osprov.api.vlan_io import Grant as VlanGrant
 
 
 class KindState(BaseModel):
@@ -154,6 +155,18 @@ class ServerState(CloudKindState):
     flavor_ref: str | None = None  # the spec.flavor last resolved to a name (an ID or a name) ...
     flavor_name: str | None = None  # ... and that name (resolved once per spec.flavor value)
     resize_parked: bool = False  # Z1: the resize failed; waiting for a new flavor
+
+
+# --- Neutron --------------------------------------------------------------------------------------------
+
+
+class NetworkState(CloudKindState):
+    network_id: str | None = None
+    subnet_id: str | None = None
+    router_id: str | None = None
+    segmentation_id: int | None = None  # a provider network's VLAN ID, once the allocator granted it
+    vlan_seq: int = 0  # of the latest allocation request sent
+    grant: VlanGrant | None = None  # the allocator's latest answer
 
 
 # --- Neutron security groups ------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ from osprov.workflows.keystone.service import ServiceWorkflow
 from osprov.workflows.keystone.sweep import KeystoneSweepWorkflow
 from osprov.workflows.keystone.user import UserWorkflow
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
+from osprov.workflows.network import NetworkWorkflow
 from osprov.workflows.security_group import SecurityGroupWorkflow
 from osprov.workflows.server import ServerWorkflow
+from osprov.workflows.vlan_allocator import VlanAllocatorWorkflow
 from osprov.workflows.volume import VolumeWorkflow
 
 WORKFLOWS: list[type] = [
@@ -32,9 +34,11 @@ WORKFLOWS: list[type] = [
     ServerWorkflow,
     VolumeWorkflow,
     LoadBalancerWorkflow,
+    NetworkWorkflow,
     SecurityGroupWorkflow,
     KeystoneObjectWorkflow,
     KeystoneSweepWorkflow,
+    VlanAllocatorWorkflow,
     *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)
 ]
 BY_KIND: dict[str, type] = {  # resource kinds

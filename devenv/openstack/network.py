@@ -74,13 +74,18 @@ def start_neutron(secrets: Secrets) -> None:
         "ml2_conf.ini",
         {
             "ml2": {
-                "type_drivers": "flat,vxlan",
+                "type_drivers": "flat,vxlan,vlan",
                 "tenant_network_types": "vxlan",
                 "mechanism_drivers": port_binding.DRIVER_NAME,
                 "extension_drivers": "port_security",
             },
             "ml2_type_flat": {"flat_networks": "public"},
             "ml2_type_vxlan": {"vni_ranges": "1:10000"},
+            # VLAN provider networks on physnet1 (the Network kind's allocator, issue 18): osprov gives every
+            # segment in full, so Neutron only records the IDs (a physnet without a range is its whole
+            # 1-4094 pool in this Neutron, allocated from only for a partial segment, which osprov never
+            # sends; tenant networks stay vxlan).
+            "ml2_type_vlan": {"network_vlan_ranges": "physnet1"},
         },
     )
     (etc_dir("neutron") / "osprov_neutron_wsgi.py").write_text(NEUTRON_WSGI_WRAPPER)

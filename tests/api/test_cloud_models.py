@@ -214,6 +214,7 @@ def test_registry_entries_of_the_cloud_kinds() -> None:
         ("Volume", "cinder.osh.openstack.org", "volumeID"),
         ("LoadBalancer", "octavia.osh.openstack.org", "loadBalancerID"),
         ("Server", "nova.osh.openstack.org", "serverID"),
+        ("Network", "neutron.osh.openstack.org", "networkID"),
         ("SecurityGroup", "neutron.osh.openstack.org", "securityGroupID"),
     ]
     assert {k.ready_condition for k in CLOUD_KINDS} == {"Available"}

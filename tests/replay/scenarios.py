@@ -16,7 +16,14 @@ from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey
-from tests.workflows import fakes_cinder, fakes_inventory, fakes_nova, fakes_octavia, fakes_security_group
+from tests.workflows import (
+    fakes_cinder,
+    fakes_inventory,
+    fakes_network,
+    fakes_nova,
+    fakes_octavia,
+    fakes_security_group,
+)
 from tests.workflows.fakes_identity import ROLES
 from tests.workflows.harness import Harness, eventually
 
@@ -138,6 +145,9 @@ SCENARIOS["Identity"] = identity
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario
+SCENARIOS["Network"] = fakes_network.replay_scenario
+SCENARIOS["Network-provider"] = fakes_network.provider_scenario  # P1, P2, P4 around the same table
+SCENARIOS["VlanAllocator"] = fakes_network.provider_scenario
 SCENARIOS["SecurityGroup"] = fakes_security_group.replay_scenario
 
 
