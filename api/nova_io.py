@@ -60,7 +60,13 @@ class CreateServer(_Model):
     flavor: str  # name or ID
     image_id: str
     network_ids: list[str] = Field(default_factory=list)  # empty: networks="none" (no NIC)
-    key_name: str | None = None
+    key_name: str | None = None  # spec.keypair (ssh mode keypair)
+    # ssh mode identityKeypair: the activity ensures the Identity's keypair identity-{uid} (from its
+    # spec.sshPublicKey, with the Identity's credential) and sends its name as key_name.
+    identity_keypair: bool = False
+    # ssh mode ca: the activity puts a cloud-config trusting the operator's SSH CA (worker configuration,
+    # never the resource's) before user_data, as multipart/mixed; no key_name.
+    ssh_ca: bool = False
     user_data: str | None = None  # plain text; the activity base64-encodes it
     metadata: dict[str, str] = Field(default_factory=dict)
 

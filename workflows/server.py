@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         SUBMIT_TIMEOUT,
         resize_step,
     )
+    from osprov.workflows.server_ssh import ssh_injection
     from osprov.workflows.server_volumes import reconcile_attachments
     from osprov.workflows.tenancy import CloudEntity
 
@@ -359,13 +360,16 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         )
 
     def create_request(self, spec: ServerSpec, project: io.Project) -> io.CreateServer:
+        ssh = ssh_injection(spec)  # K1–K4: create-time only (a rebuild sends neither key nor user data)
         return io.CreateServer(
             project=project,
             name=self.server_name(),
             flavor=spec.flavor,
             image_id=spec.image_id,
             network_ids=[n.network_id for n in spec.networks],
-            key_name=spec.keypair,
+            key_name=ssh.key_name,
+            identity_keypair=ssh.identity_keypair,
+            ssh_ca=ssh.ssh_ca,
             user_data=spec.user_data,
             metadata=self.metadata(spec, project),
         )
