@@ -16,6 +16,7 @@ from osprov.activities import (
     nova,
     octavia,
     ownership,
+    placement,
     tenancy,
 )
 
@@ -27,6 +28,7 @@ ACTIVITIES: list[Any] = [
     *identity.ACTIVITIES,
     *tenancy.ACTIVITIES,
     *nova.ACTIVITIES,
+    *placement.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,

@@ -53,6 +53,12 @@ SSH_IDENTITY_MESSAGE = (
     "spec.ssh.mode identityKeypair needs spec.identityRef (the keypair is the Identity's); with spec.project "
     "name a keypair in spec.keypair, or use mode ca or none"
 )
+PLACEMENT_IMMUTABLE_MESSAGE = (
+    "spec.placement cannot change: a server is pinned at create time only (Nova keeps it on its host); "
+    "create a new Server"
+)
+PLACEMENT_TARGET_RULE = "has(self.host) || has(self.hypervisorHostname)"
+PLACEMENT_TARGET_MESSAGE = "spec.placement names a compute host, a hypervisorHostname, or both"
 USER_DATA_IMMUTABLE_MESSAGE = (
     "spec.userData cannot change: Nova passes it to the server at create time only (a rebuild keeps it); "
     "create a new Server"
@@ -117,6 +123,41 @@ class SshSpec(CamelModel):
     )
 
 
+class ServerPlacement(CamelModel):
+    """Pinned creation (Nova microversion 2.74 host / hypervisor_hostname; admin policy): only where the
+    operator's tenancy mapping allows pinning for the namespace; then the create runs on the controller's
+    credentials scoped to the Server's project (the seed: region-level credentials, the identity's project)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": PLACEMENT_TARGET_RULE, "message": PLACEMENT_TARGET_MESSAGE}]
+        }
+    )
+
+    host: str | None = Field(default=None, min_length=1, max_length=255, description="Nova compute host.")
+    hypervisor_hostname: str | None = Field(
+        default=None,
+        alias="hypervisorHostname",
+        min_length=1,
+        max_length=255,
+        description="Hypervisor (compute node) name; also the Placement resource provider the preflight asks "
+        "about (unset: the host's name).",
+    )
+
+    @model_validator(mode="after")
+    def _a_target(self) -> ServerPlacement:
+        if self.host is None and self.hypervisor_hostname is None:
+            raise ValueError(PLACEMENT_TARGET_MESSAGE)
+        return self
+
+    @property
+    def provider(self) -> str:
+        """The Placement resource provider of the pinned compute node (named by its hypervisor hostname)."""
+        name = self.hypervisor_hostname or self.host
+        assert name is not None
+        return name
+
+
 class ServerNetwork(CamelModel):
     network_id: str = Field(
         alias="networkID", min_length=1, max_length=255, description="Neutron network ID."
@@ -149,6 +190,7 @@ class ServerSpec(CloudSpec):
                 immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
                 immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
                 immutable_if_set("ssh", SSH_IMMUTABLE_MESSAGE),
+                immutable_if_set("placement", PLACEMENT_IMMUTABLE_MESSAGE),
                 {"rule": SSH_KEYPAIR_RULE, "message": SSH_KEYPAIR_MESSAGE, "fieldPath": ".keypair"},
                 {"rule": SSH_IDENTITY_RULE, "message": SSH_IDENTITY_MESSAGE, "fieldPath": ".ssh"},
             ]
@@ -187,6 +229,12 @@ class ServerSpec(CloudSpec):
         default=None,
         description="SSH access injected at create (Nova keeps it on a rebuild): unset means mode keypair. "
         "Immutable.",
+    )
+    placement: ServerPlacement | None = Field(
+        default=None,
+        description="Pin the server to a compute host or hypervisor at create (only where the operator allows "
+        "it; with the operator's placement preflight on, the create waits until Placement says the node has "
+        "the flavor's resources:* and trait:* extra specs). Immutable.",
     )
     tags: Tags = Field(
         default_factory=dict,

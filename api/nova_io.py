@@ -69,6 +69,24 @@ class CreateServer(_Model):
     ssh_ca: bool = False
     user_data: str | None = None  # plain text; the activity base64-encodes it
     metadata: dict[str, str] = Field(default_factory=dict)
+    # spec.placement (the tenancy mapping allowed it): microversion 2.74, on the controller's credentials
+    # scoped to the project (Nova's policy for a requested destination is admin's).
+    host: str | None = None
+    hypervisor_hostname: str | None = None
+
+
+class PlacementPreflight(_Model):
+    """Does resource provider `provider` have available inventory for the flavor's positive resources:*
+    extra specs, its trait:*=required traits plus `required_traits`, and none of its trait:*=forbidden ones?"""
+
+    project: Project  # the flavor is read as the Server's project sees it
+    flavor: str  # name or ID
+    provider: str  # resource provider name (the compute node's hypervisor hostname)
+    required_traits: list[str] = Field(default_factory=list)  # the operator's (tenancy mapping)
+
+
+class PreflightResult(_Model):
+    missing: list[str] = Field(default_factory=list)  # user-safe, one per unmet requirement; [] = it fits
 
 
 class SetMetadata(_Model):
@@ -179,6 +197,9 @@ FIND_IMPORTED_SERVER: Activity[FindImportedServer, list[ServerRead]] = Activity(
     "nova.find_imported_server", FindImportedServer, list[ServerRead]
 )
 CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server", CreateServer, ServerRead)
+PLACEMENT_PREFLIGHT: Activity[PlacementPreflight, PreflightResult] = Activity(
+    "nova.placement_preflight", PlacementPreflight, PreflightResult
+)
 DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
 SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))
 REBUILD: Activity[Rebuild, None] = Activity("nova.rebuild", Rebuild, type(None))

@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         reconcile_pass,
     )
     from osprov.workflows.resize import unsettled
+    from osprov.workflows.server_pinning import check_pinning
     from osprov.workflows.server_resize import (
         PATCH_RESIZE,
         RESIZE_PARK_MESSAGE,
@@ -344,6 +345,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             )
         if found:
             return found[0]
+        await check_pinning(self.st.ref.namespace, spec, project, self.set_step)  # N1–N3: before any create
         creates = self.creates()
         if creates >= MAX_CREATE_ATTEMPTS:
             raise PassFailed(
@@ -372,6 +374,8 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             ssh_ca=ssh.ssh_ca,
             user_data=spec.user_data,
             metadata=self.metadata(spec, project),
+            host=spec.placement.host if spec.placement else None,
+            hypervisor_hostname=spec.placement.hypervisor_hostname if spec.placement else None,
         )
 
     def creates(self) -> int:
