@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from osprov.activities import (
+    baremetal,
     cinder,
     identity,
     inventory_cloud,
@@ -29,6 +30,7 @@ ACTIVITIES: list[Any] = [
     *tenancy.ACTIVITIES,
     *nova.ACTIVITIES,
     *placement.ACTIVITIES,
+    *baremetal.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,

@@ -77,6 +77,9 @@ class HealthyReason(StrEnum):
 
 class ServerPhase(StrEnum):
     PENDING = "Pending"  # not created yet
+    QUEUED = (
+        "Queued"  # BUILD of a baremetal flavor that Ironic has not started deploying (waiting on hardware)
+    )
     BUILDING = "Building"  # BUILD, REBUILD, or a rebuild just accepted
     RUNNING = "Running"  # ACTIVE
     STOPPED = "Stopped"  # SHUTOFF
@@ -348,7 +351,9 @@ class ServerStatus(CloudStatus):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     phase: ServerPhase | None = Field(
-        default=None, description="Pending | Building | Running | Stopped | Error | Deleting | Unknown."
+        default=None,
+        description="Pending | Queued (baremetal: Ironic has not started deploying) | Building | Running | "
+        "Stopped | Error | Deleting | Unknown.",
     )
     launched_at: K8sTime | None = Field(
         default=None, description="When Nova first booted the server (write-once latch of launched_at)."

@@ -89,6 +89,20 @@ class PreflightResult(_Model):
     missing: list[str] = Field(default_factory=list)  # user-safe, one per unmet requirement; [] = it fits
 
 
+class BaremetalQuery(_Model):
+    """While Nova reports BUILD: is the flavor one the Flavor inventory marks baremetal, and if so what does
+    Ironic say of the node bound to this instance (privileged credentials: Ironic nodes are the provider's)."""
+
+    server_id: str
+    flavor: str  # spec.flavor: a name or an ID
+
+
+class BaremetalProgress(_Model):
+    baremetal: bool = False
+    queued: bool = False  # Ironic has not started deploying (no node yet, cleaning, inspecting, …)
+    provision_state: str | None = None  # Ironic's, for the message; None: no node, or the lookup failed
+
+
 class SetMetadata(_Model):
     """Set (merge) these metadata keys on the server; other keys are left alone."""
 
@@ -199,6 +213,9 @@ FIND_IMPORTED_SERVER: Activity[FindImportedServer, list[ServerRead]] = Activity(
 CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server", CreateServer, ServerRead)
 PLACEMENT_PREFLIGHT: Activity[PlacementPreflight, PreflightResult] = Activity(
     "nova.placement_preflight", PlacementPreflight, PreflightResult
+)
+BAREMETAL_PROGRESS: Activity[BaremetalQuery, BaremetalProgress] = Activity(
+    "nova.baremetal_progress", BaremetalQuery, BaremetalProgress
 )
 DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
 SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))

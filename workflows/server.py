@@ -82,6 +82,9 @@ PATCH_SUBMIT_AFTER_ARM = "server-submit-after-arm"
 # A settled wait's last read is the next pass's fresh read, and that pass runs at once in the same pass
 # (no 0.05 s timer, no second GET). Runs from before end the pass and read again after the timer.
 PATCH_SETTLED_READ = "server-settled-read"
+# While Nova reports BUILD, a baremetal flavor's server is Queued or Building as Ironic says (a new local
+# activity on BUILD passes). Runs from before show Building.
+PATCH_BAREMETAL = "server-baremetal-status"
 CHAINED_PASSES = 3  # at most this many settled reads are followed at once, so one pass stays bounded
 AWAIT_WITHIN_SECONDS = 60.0
 NEXT_PASS_SECONDS = 0.05  # after a settled wait: a durable timer only to end the workflow task
@@ -250,9 +253,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             return await self.recreate_failed(spec, project, read)
         if not obs.launched and obs.ref == spec.image_id:
             self.set_step("waiting for ACTIVE (first boot)")
-            booting = self.provisioning(
-                f"server {read.id} is {read.status}; waiting for its first boot", health
-            )
+            message = f"server {read.id} is {read.status}; waiting for its first boot"
+            if read.status == "BUILD" and workflow.patched(PATCH_BAREMETAL):
+                message = await self.baremetal_phase(spec, read, message)
+            booting = self.provisioning(message, health)
             return await self.settle(project, booting)
         await self.ensure_metadata(spec, project, read)
         if workflow.patched(PATCH_RESIZE):
@@ -377,6 +381,25 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             host=spec.placement.host if spec.placement else None,
             hypervisor_hostname=spec.placement.hypervisor_hostname if spec.placement else None,
         )
+
+    async def baremetal_phase(self, spec: ServerSpec, read: io.ServerRead, message: str) -> str:
+        """The seed's baremetal disambiguation: Phase Queued while Ironic has not started deploying."""
+        progress = await call_local(
+            io.BAREMETAL_PROGRESS,
+            io.BaremetalQuery(server_id=read.id, flavor=spec.flavor),
+            summary=f"is server {read.id} waiting on hardware? (baremetal flavor: ask Ironic)",
+        )
+        if not progress.baremetal:
+            return message
+        state = (
+            f"Ironic provision state {progress.provision_state}"
+            if progress.provision_state
+            else "no node yet"
+        )
+        if progress.queued:
+            self.k.phase = ServerPhase.QUEUED
+            return f"{message}: baremetal, queued for hardware ({state})"
+        return f"{message}: baremetal, deploying ({state})"
 
     def creates(self) -> int:
         """Servers created for the current generation: a changed spec gets a fresh bound."""

@@ -91,6 +91,7 @@ class FakeNova:
     creates: list[io.CreateServer] = field(default_factory=list)  # every create request, as sent
     preflight_missing: list[str] = field(default_factory=list)  # what Placement says the pinned node lacks
     preflights: list[io.PlacementPreflight] = field(default_factory=list)
+    baremetal: io.BaremetalProgress = field(default_factory=io.BaremetalProgress)  # default: not baremetal
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add(self, name: str, image_id: str, *, booted: bool = True) -> FakeServer:
@@ -160,6 +161,11 @@ class FakeNova:
             nova.calls.append(io.PLACEMENT_PREFLIGHT.name)
             nova.preflights.append(req)
             return io.PreflightResult(missing=list(nova.preflight_missing))
+
+        @activity.defn(name=io.BAREMETAL_PROGRESS.name)
+        async def baremetal_progress(req: io.BaremetalQuery) -> io.BaremetalProgress:
+            nova.calls.append(io.BAREMETAL_PROGRESS.name)
+            return nova.baremetal
 
         @activity.defn(name=io.DELETE_SERVER.name)
         async def delete_server(req: io.ServerId) -> bool:
@@ -264,6 +270,7 @@ class FakeNova:
             create_server,
             delete_server,
             placement_preflight,
+            baremetal_progress,
             set_metadata,
             rebuild,
             flavor_name,

@@ -81,3 +81,25 @@ async def test_N2_allowed_without_preflight_creates_pinned_at_once(h: ServerHarn
     req = await created(h, {"placement": {"host": "compute-1"}})
     assert (req.host, req.hypervisor_hostname) == ("compute-1", None)
     assert h.nova.count(io.PLACEMENT_PREFLIGHT.name) == 0
+
+
+async def test_a_baremetal_build_is_Queued_until_Ironic_deploys_then_Building(h: ServerHarness) -> None:
+    h.nova.boot_on_create = False
+    h.nova.settle_in_wait = False
+    h.nova.baremetal = io.BaremetalProgress(baremetal=True, queued=True, provision_state="clean wait")
+    await h.apply("Server", spec())
+    await h.until(lambda: h.status().get("phase") == "Queued", "Phase Queued")
+    assert "queued for hardware (Ironic provision state clean wait)" in h.condition()["message"]
+    h.nova.baremetal = io.BaremetalProgress(baremetal=True, queued=False, provision_state="wait call-back")
+    await h.until(lambda: h.status().get("phase") == "Building", "Phase Building", virtual_s=120)
+    assert "deploying (Ironic provision state wait call-back)" in h.condition()["message"]
+    h.nova.only().boot()
+    await h.until(lambda: h.status().get("phase") == "Running", "Running", virtual_s=120)
+
+
+async def test_a_vm_build_stays_Building(h: ServerHarness) -> None:
+    h.nova.boot_on_create = False
+    h.nova.settle_in_wait = False
+    await h.apply("Server", spec())
+    await h.until(lambda: h.nova.count(io.BAREMETAL_PROGRESS.name) >= 1, "asked once")
+    await h.until(lambda: h.status().get("phase") == "Building", "Phase Building")
