@@ -13,6 +13,7 @@ import yaml
 from temporalio.exceptions import ApplicationError
 
 from osprov.activities import nova_ssh
+from osprov.api.identity_io import Credential
 from osprov.api.limits import USER_DATA_MAX_BYTES
 
 CA = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv7kL6hWmzTP1n9qDP1o2T0bUZ1mYq8Hf0m4A2Nq9Zb ops-ca"
@@ -76,3 +77,78 @@ def test_the_ca_file_must_hold_public_keys(monkeypatch: pytest.MonkeyPatch, tmp_
     with pytest.raises(ApplicationError) as caught:
         nova_ssh.ca_keys()
     assert caught.value.type == "Invalid"
+
+
+class _Resp:
+    def __init__(self, status: int, body: dict[str, object] | None = None) -> None:
+        self.status_code, self._body = status, body or {}
+
+    def json(self) -> dict[str, object]:
+        return self._body
+
+
+class _Compute:
+    """Nova's os-keypairs as the Identity's user sees them: name -> public key."""
+
+    def __init__(self, keys: dict[str, str], race: bool = False) -> None:
+        self.keys, self.race, self.posts = keys, race, 0
+
+    def get(self, path: str, **_: object) -> _Resp:
+        name = path.rsplit("/", 1)[1]
+        return _Resp(200, {"keypair": {"public_key": self.keys[name]}}) if name in self.keys else _Resp(404)
+
+    def post(self, path: str, json: dict[str, dict[str, str]], **_: object) -> _Resp:
+        self.posts += 1
+        kp = json["keypair"]
+        if self.race:  # another Server of the Identity made it between our GET and POST
+            self.keys[kp["name"]] = kp["public_key"]
+            return _Resp(409)
+        self.keys[kp["name"]] = kp["public_key"]
+        return _Resp(201, {"keypair": kp})
+
+
+class _Conn:
+    def __init__(self, compute: _Compute) -> None:
+        self.compute = compute
+
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv7kL6hWmzTP1n9qDP1o2T0bUZ1mYq8Hf0m4A2Nq9Zb team"
+
+
+def test_the_identity_keypair_is_made_once_and_adopted_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nova_ssh.openstack.exceptions, "raise_from_response", lambda resp: None)
+    compute = _Compute({})
+    nova_ssh.ensure_keypair(_Conn(compute), "identity-u", KEY)  # type: ignore[arg-type]
+    nova_ssh.ensure_keypair(_Conn(compute), "identity-u", KEY.replace(" team", " renamed"))  # type: ignore[arg-type]
+    assert compute.keys == {"identity-u": KEY} and compute.posts == 1  # the comment is not the key
+
+
+def test_a_concurrent_create_of_the_same_key_is_adopted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nova_ssh.openstack.exceptions, "raise_from_response", lambda resp: None)
+    compute = _Compute({}, race=True)
+    nova_ssh.ensure_keypair(_Conn(compute), "identity-u", KEY)  # type: ignore[arg-type]
+    assert compute.posts == 1
+
+
+def test_a_keypair_of_that_name_with_another_key_is_a_conflict_never_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(nova_ssh.openstack.exceptions, "raise_from_response", lambda resp: None)
+    other = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB x"
+    compute = _Compute({"identity-u": other})
+    with pytest.raises(ApplicationError) as caught:
+        nova_ssh.ensure_keypair(_Conn(compute), "identity-u", KEY)  # type: ignore[arg-type]
+    assert caught.value.type == "Conflict" and compute.keys == {"identity-u": other} and compute.posts == 0
+
+
+def test_an_identity_without_a_key_is_invalid_before_any_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Api:
+        def get_namespaced_custom_object(self, *_: object) -> dict[str, object]:
+            return {"metadata": {"uid": "u"}, "spec": {}}
+
+    monkeypatch.setattr(nova_ssh.kubernetes.client, "CustomObjectsApi", lambda _: Api())
+    monkeypatch.setattr(nova_ssh, "api_client", lambda: None)
+    credential = Credential(identity="team", namespace="ns", secret="s", version="1", project_id="p")
+    with pytest.raises(ApplicationError) as caught:
+        nova_ssh.identity_public_key(credential)
+    assert caught.value.type == "Invalid" and "has no spec.sshPublicKey" in str(caught.value)
