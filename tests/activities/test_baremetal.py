@@ -145,3 +145,27 @@ def test_a_failing_lookup_falls_back_to_building(ironic: Stub) -> None:
 def test_a_vm_flavor_never_asks_ironic(ironic: Stub) -> None:
     assert progress("m1.tiny") == BaremetalProgress()
     assert ironic.requests == []
+
+
+def test_the_flavor_inventory_decides_baremetal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By Nova name or ID among this controller's published Flavors (label selector); no inventory: no."""
+    seen: list[str] = []
+
+    class Api:
+        def list_cluster_custom_object(self, *_: object, label_selector: str) -> dict[str, Any]:
+            seen.append(label_selector)
+            return {
+                "items": [
+                    {"spec": {"name": "bm.large", "id": "f-bm", "baremetal": True}},
+                    {"spec": {"name": "m1.tiny", "id": "1", "baremetal": False}},
+                ]
+            }
+
+    monkeypatch.setattr(baremetal.client, "CustomObjectsApi", lambda _: Api())
+    monkeypatch.setattr(baremetal, "api_client", lambda: None)
+    monkeypatch.setenv("OSPROV_INVENTORY_CONFIG", "osprov")
+    assert baremetal.flavor_is_baremetal("bm.large") and baremetal.flavor_is_baremetal("f-bm")
+    assert not baremetal.flavor_is_baremetal("m1.tiny") and not baremetal.flavor_is_baremetal("unknown")
+    assert set(seen) == {"region.osh.openstack.org/inventory=osprov"}
+    monkeypatch.setenv("OSPROV_INVENTORY_CONFIG", "")
+    assert not baremetal.flavor_is_baremetal("bm.large")
