@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from osprov.activities import (
+    baremetal,
     cinder,
     identity,
     inventory_cloud,
@@ -17,6 +18,7 @@ from osprov.activities import (
     nova,
     octavia,
     ownership,
+    placement,
     security_group,
     tenancy,
     vlan,
@@ -31,6 +33,8 @@ ACTIVITIES: list[Any] = [
     *tenancy.ACTIVITIES,
     *vlan.ACTIVITIES,
     *nova.ACTIVITIES,
+    *placement.ACTIVITIES,
+    *baremetal.ACTIVITIES,
     *cinder.ACTIVITIES,
     *octavia.ACTIVITIES,
     *neutron.ACTIVITIES,

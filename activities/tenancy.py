@@ -14,6 +14,9 @@ within the kubelet's sync period). No file, or a namespace it does not name: eve
           - {name: team-a-legacy, domain: Default}
         any_project: false                  # true: any existing project (the operator's explicit choice)
         provider_networks: [physnet1]       # physical networks its Networks may make VLAN networks on
+        pinning:                            # its Servers may set spec.placement (admin-only in Nova)
+          placement_preflight: true         # ask Placement whether the node fits before creating
+          required_traits: [CUSTOM_TENANT_A]  # added to the flavor's trait:* extra specs
     vlan_ranges:                            # the VLAN IDs osprov allocates per physical network
       physnet1: {first: 100, last: 199}
 """
@@ -32,9 +35,12 @@ from osprov.activities.errors import invalid
 from osprov.api.limits import ShortKeystoneName
 from osprov.api.tenancy_io import (
     IDENTITY_POLICY,
+    PINNING_POLICY,
     PROJECT_ALLOWED,
     IdentityPolicy,
     IdentityRequest,
+    PinningPolicy,
+    PinningRequest,
     ProjectRequest,
     Verdict,
 )
@@ -53,6 +59,11 @@ class MappedProject(_Strict):
     domain: ShortKeystoneName
 
 
+class Pinning(_Strict):
+    placement_preflight: bool = False
+    required_traits: list[str] = Field(default_factory=list)
+
+
 class NamespaceMapping(_Strict):
     domain: ShortKeystoneName | None = None  # the managed domain of its Identities (None: no Identities)
     projects: list[MappedProject] = Field(default_factory=list)
@@ -62,6 +73,9 @@ class NamespaceMapping(_Strict):
     # Physical networks its Networks may make VLAN provider networks on (on the controller's credentials,
     # with an ID from osprov's allocator: activities/vlan.py).
     provider_networks: list[str] = Field(default_factory=list)
+    # Pinned Servers run their create on the controller's credentials (Nova's policy for a requested
+    # destination is admin): only where the operator says so.
+    pinning: Pinning | None = None
 
 
 class TenancyConfig(_Strict):
@@ -145,4 +159,21 @@ def identity_policy(request: IdentityRequest) -> IdentityPolicy:
     return IdentityPolicy(allowed=True, domain=mapping.domain, roles=list(config.roles))
 
 
-ACTIVITIES = [project_allowed, identity_policy]
+@implements(PINNING_POLICY)
+def pinning_policy(request: PinningRequest) -> PinningPolicy:
+    """Whether the namespace's Servers may be pinned, and the operator's placement preflight for them."""
+    config = current()
+    mapping = config.namespaces.get(request.namespace) if config else None
+    if mapping is None or mapping.pinning is None:
+        why = _unmapped(request.namespace) if mapping is None else "the mapping does not allow pinning there"
+        return PinningPolicy(
+            allowed=False,
+            message=f"spec.placement: servers of namespace {request.namespace} may not be pinned ({why}); "
+            "remove spec.placement, or ask an operator to allow pinning (tenancy mapping `pinning`) — "
+            "nothing was created",
+        )
+    pin = mapping.pinning
+    return PinningPolicy(allowed=True, preflight=pin.placement_preflight, required_traits=pin.required_traits)
+
+
+ACTIVITIES = [project_allowed, identity_policy, pinning_policy]

@@ -38,6 +38,22 @@ LIFETIME_RULE = "duration(self) >= duration('1m')"
 LIFETIME_MESSAGE = "credential.lifetime must be a Go duration of at least 1m, such as 720h"
 ROTATE_RULE = "!has(self.rotateBefore) || duration(self.rotateBefore) < duration(self.lifetime)"
 ROTATE_MESSAGE = "credential.rotateBefore must be shorter than credential.lifetime"
+SSH_KEY_IMMUTABLE_MESSAGE = (
+    "spec.sshPublicKey cannot change once set: servers made with it keep it (Nova injects a key at create "
+    "only); create a new Identity"
+)
+# OpenSSH public key line: type, base64 blob, optional comment (Nova parses the blob itself).
+SSH_PUBLIC_KEY_PATTERN = (
+    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521) "
+    r"[A-Za-z0-9+/]+={0,2}( [^\x00-\x1f\x7f]*)?$"
+)
+
+
+def keypair_name(uid: str) -> str:
+    """The Nova keypair of the Identity with this UID (its user's; found again by name)."""
+    return f"identity-{uid}"
+
+
 SECRET_NAME_IMMUTABLE_MESSAGE = (
     "spec.secretName cannot change: the credential Secret keeps its name; create a new Identity"
 )
@@ -128,7 +144,16 @@ class IdentitySpec(CommonSpec):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [immutable_if_set("secretName", SECRET_NAME_IMMUTABLE_MESSAGE)]
+            "x-kubernetes-validations": [
+                immutable_if_set("secretName", SECRET_NAME_IMMUTABLE_MESSAGE),
+                # May be added to an Identity made without one; never changed or removed.
+                {
+                    "rule": "!has(oldSelf.sshPublicKey) || (has(self.sshPublicKey) && "
+                    "self.sshPublicKey == oldSelf.sshPublicKey)",
+                    "message": SSH_KEY_IMMUTABLE_MESSAGE,
+                    "fieldPath": ".sshPublicKey",
+                },
+            ]
         }
     )
 
@@ -152,6 +177,15 @@ class IdentitySpec(CommonSpec):
     )
     credential: CredentialSpec = Field(
         default_factory=CredentialSpec, description="Lifetime and rotation of the application credential."
+    )
+
+    ssh_public_key: str | None = Field(
+        default=None,
+        max_length=16384,
+        pattern=SSH_PUBLIC_KEY_PATTERN,
+        description="OpenSSH public key (one line) of the Nova keypair identity-{metadata.uid} that Servers "
+        "with spec.ssh.mode identityKeypair boot with; made with the Identity's own credential (a keypair "
+        "of its user). Only the public half: osprov never makes or keeps a private key. Immutable.",
     )
 
     def secret(self, name: str) -> str:

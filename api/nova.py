@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from osprov.api.common import (
@@ -39,6 +39,26 @@ KEYPAIR_IMMUTABLE_MESSAGE = (
     "spec.keypair cannot change: Nova injects the key at create time only (a rebuild keeps it); "
     "create a new Server"
 )
+SSH_IMMUTABLE_MESSAGE = (
+    "spec.ssh cannot change: how SSH access is injected is decided at create time (a rebuild keeps it); "
+    "create a new Server"
+)
+SSH_KEYPAIR_RULE = "!has(self.keypair) || !has(self.ssh) || self.ssh.mode == 'keypair'"
+SSH_KEYPAIR_MESSAGE = (
+    "spec.keypair is only used with spec.ssh.mode keypair: remove it, or remove spec.ssh (identityKeypair "
+    "uses the Identity's keypair, ca and none send no key)"
+)
+SSH_IDENTITY_RULE = "!has(self.ssh) || self.ssh.mode != 'identityKeypair' || has(self.identityRef)"
+SSH_IDENTITY_MESSAGE = (
+    "spec.ssh.mode identityKeypair needs spec.identityRef (the keypair is the Identity's); with spec.project "
+    "name a keypair in spec.keypair, or use mode ca or none"
+)
+PLACEMENT_IMMUTABLE_MESSAGE = (
+    "spec.placement cannot change: a server is pinned at create time only (Nova keeps it on its host); "
+    "create a new Server"
+)
+PLACEMENT_TARGET_RULE = "has(self.host) || has(self.hypervisorHostname)"
+PLACEMENT_TARGET_MESSAGE = "spec.placement names a compute host, a hypervisorHostname, or both"
 USER_DATA_IMMUTABLE_MESSAGE = (
     "spec.userData cannot change: Nova passes it to the server at create time only (a rebuild keeps it); "
     "create a new Server"
@@ -57,6 +77,9 @@ class HealthyReason(StrEnum):
 
 class ServerPhase(StrEnum):
     PENDING = "Pending"  # not created yet
+    QUEUED = (
+        "Queued"  # BUILD of a baremetal flavor that Ironic has not started deploying (waiting on hardware)
+    )
     BUILDING = "Building"  # BUILD, REBUILD, or a rebuild just accepted
     RUNNING = "Running"  # ACTIVE
     STOPPED = "Stopped"  # SHUTOFF
@@ -82,6 +105,60 @@ class ResizeState(StrEnum):
     CONFIRMING = "Confirming"
     CONFIRMED = "Confirmed"
     FAILED = "Failed"
+
+
+class SshMode(StrEnum):
+    """How SSH access reaches a new server (the seed: a create-time decision, kept by a rebuild)."""
+
+    KEYPAIR = "keypair"  # spec.keypair as Nova key_name (unset: none); what every Server did before modes
+    IDENTITY_KEYPAIR = "identityKeypair"  # key_name of the Identity's keypair identity-{uid}
+    CA = "ca"  # cloud-init trusting the operator's SSH certificate authority; no key_name
+    NONE = "none"  # neither
+
+
+class SshSpec(CamelModel):
+    mode: SshMode = Field(
+        default=SshMode.KEYPAIR,
+        description="keypair: spec.keypair (if set) as Nova key_name; identityKeypair: the keypair its Identity "
+        "owns (Identity spec.sshPublicKey, Nova keypair identity-{uid}); ca: no key_name, osprov adds "
+        "cloud-init user data that trusts the operator's SSH certificate authority (TrustedUserCAKeys) before "
+        "spec.userData; none: no key_name and nothing added.",
+    )
+
+
+class ServerPlacement(CamelModel):
+    """Pinned creation (Nova microversion 2.74 host / hypervisor_hostname; admin policy): only where the
+    operator's tenancy mapping allows pinning for the namespace; then the create runs on the controller's
+    credentials scoped to the Server's project (the seed: region-level credentials, the identity's project)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": PLACEMENT_TARGET_RULE, "message": PLACEMENT_TARGET_MESSAGE}]
+        }
+    )
+
+    host: str | None = Field(default=None, min_length=1, max_length=255, description="Nova compute host.")
+    hypervisor_hostname: str | None = Field(
+        default=None,
+        alias="hypervisorHostname",
+        min_length=1,
+        max_length=255,
+        description="Hypervisor (compute node) name; also the Placement resource provider the preflight asks "
+        "about (unset: the host's name).",
+    )
+
+    @model_validator(mode="after")
+    def _a_target(self) -> ServerPlacement:
+        if self.host is None and self.hypervisor_hostname is None:
+            raise ValueError(PLACEMENT_TARGET_MESSAGE)
+        return self
+
+    @property
+    def provider(self) -> str:
+        """The Placement resource provider of the pinned compute node (named by its hypervisor hostname)."""
+        name = self.hypervisor_hostname or self.host
+        assert name is not None
+        return name
 
 
 class ServerNetwork(CamelModel):
@@ -115,6 +192,10 @@ class ServerSpec(CloudSpec):
                 {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE},
                 immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
                 immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
+                immutable_if_set("ssh", SSH_IMMUTABLE_MESSAGE),
+                immutable_if_set("placement", PLACEMENT_IMMUTABLE_MESSAGE),
+                {"rule": SSH_KEYPAIR_RULE, "message": SSH_KEYPAIR_MESSAGE, "fieldPath": ".keypair"},
+                {"rule": SSH_IDENTITY_RULE, "message": SSH_IDENTITY_MESSAGE, "fieldPath": ".ssh"},
             ]
         }
     )
@@ -147,6 +228,17 @@ class ServerSpec(CloudSpec):
         description="cloud-init user data, at most 49149 bytes in UTF-8 (65535 characters once base64-encoded, "
         "Nova's limit); create-time only: immutable.",
     )
+    ssh: SshSpec | None = Field(
+        default=None,
+        description="SSH access injected at create (Nova keeps it on a rebuild): unset means mode keypair. "
+        "Immutable.",
+    )
+    placement: ServerPlacement | None = Field(
+        default=None,
+        description="Pin the server to a compute host or hypervisor at create (only where the operator allows "
+        "it; with the operator's placement preflight on, the create waits until Placement says the node has "
+        "the flavor's resources:* and trait:* extra specs). Immutable.",
+    )
     tags: Tags = Field(
         default_factory=dict,
         description="User tags (at most 32; keys of at most 244 letters, digits, spaces or - _ : .; values of at "
@@ -159,6 +251,19 @@ class ServerSpec(CloudSpec):
         description="Volume resources to attach (no multi-attach: a volume attached elsewhere is a conflict).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["volume"]},
     )
+
+    @property
+    def ssh_mode(self) -> SshMode:
+        return self.ssh.mode if self.ssh is not None else SshMode.KEYPAIR
+
+    @model_validator(mode="after")
+    def _ssh_mode_fits(self) -> ServerSpec:
+        # The CEL rules' twins: a spec that bypassed admission still gets the same clear answer.
+        if self.keypair is not None and self.ssh_mode is not SshMode.KEYPAIR:
+            raise ValueError(SSH_KEYPAIR_MESSAGE)
+        if self.ssh_mode is SshMode.IDENTITY_KEYPAIR and self.identity_ref is None:
+            raise ValueError(SSH_IDENTITY_MESSAGE)
+        return self
 
 
 _REBUILD_RANK = {
@@ -246,7 +351,9 @@ class ServerStatus(CloudStatus):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     phase: ServerPhase | None = Field(
-        default=None, description="Pending | Building | Running | Stopped | Error | Deleting | Unknown."
+        default=None,
+        description="Pending | Queued (baremetal: Ironic has not started deploying) | Building | Running | "
+        "Stopped | Error | Deleting | Unknown.",
     )
     launched_at: K8sTime | None = Field(
         default=None, description="When Nova first booted the server (write-once latch of launched_at)."

@@ -60,9 +60,47 @@ class CreateServer(_Model):
     flavor: str  # name or ID
     image_id: str
     network_ids: list[str] = Field(default_factory=list)  # empty: networks="none" (no NIC)
-    key_name: str | None = None
+    key_name: str | None = None  # spec.keypair (ssh mode keypair)
+    # ssh mode identityKeypair: the activity ensures the Identity's keypair identity-{uid} (from its
+    # spec.sshPublicKey, with the Identity's credential) and sends its name as key_name.
+    identity_keypair: bool = False
+    # ssh mode ca: the activity puts a cloud-config trusting the operator's SSH CA (worker configuration,
+    # never the resource's) before user_data, as multipart/mixed; no key_name.
+    ssh_ca: bool = False
     user_data: str | None = None  # plain text; the activity base64-encodes it
     metadata: dict[str, str] = Field(default_factory=dict)
+    # spec.placement (the tenancy mapping allowed it): microversion 2.74, on the controller's credentials
+    # scoped to the project (Nova's policy for a requested destination is admin's).
+    host: str | None = None
+    hypervisor_hostname: str | None = None
+
+
+class PlacementPreflight(_Model):
+    """Does resource provider `provider` have available inventory for the flavor's positive resources:*
+    extra specs, its trait:*=required traits plus `required_traits`, and none of its trait:*=forbidden ones?"""
+
+    project: Project  # the flavor is read as the Server's project sees it
+    flavor: str  # name or ID
+    provider: str  # resource provider name (the compute node's hypervisor hostname)
+    required_traits: list[str] = Field(default_factory=list)  # the operator's (tenancy mapping)
+
+
+class PreflightResult(_Model):
+    missing: list[str] = Field(default_factory=list)  # user-safe, one per unmet requirement; [] = it fits
+
+
+class BaremetalQuery(_Model):
+    """While Nova reports BUILD: is the flavor one the Flavor inventory marks baremetal, and if so what does
+    Ironic say of the node bound to this instance (privileged credentials: Ironic nodes are the provider's)."""
+
+    server_id: str
+    flavor: str  # spec.flavor: a name or an ID
+
+
+class BaremetalProgress(_Model):
+    baremetal: bool = False
+    queued: bool = False  # Ironic has not started deploying (no node yet, cleaning, inspecting, …)
+    provision_state: str | None = None  # Ironic's, for the message; None: no node, or the lookup failed
 
 
 class SetMetadata(_Model):
@@ -173,6 +211,12 @@ FIND_IMPORTED_SERVER: Activity[FindImportedServer, list[ServerRead]] = Activity(
     "nova.find_imported_server", FindImportedServer, list[ServerRead]
 )
 CREATE_SERVER: Activity[CreateServer, ServerRead] = Activity("nova.create_server", CreateServer, ServerRead)
+PLACEMENT_PREFLIGHT: Activity[PlacementPreflight, PreflightResult] = Activity(
+    "nova.placement_preflight", PlacementPreflight, PreflightResult
+)
+BAREMETAL_PROGRESS: Activity[BaremetalQuery, BaremetalProgress] = Activity(
+    "nova.baremetal_progress", BaremetalQuery, BaremetalProgress
+)
 DELETE_SERVER: Activity[ServerId, bool] = Activity("nova.delete_server", ServerId, bool)
 SET_METADATA: Activity[SetMetadata, None] = Activity("nova.set_metadata", SetMetadata, type(None))
 REBUILD: Activity[Rebuild, None] = Activity("nova.rebuild", Rebuild, type(None))

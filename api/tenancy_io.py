@@ -42,9 +42,26 @@ class IdentityPolicy(_Model):
     roles: list[str] = Field(default_factory=list)
 
 
+class PinningRequest(_Model):
+    namespace: str
+
+
+class PinningPolicy(_Model):
+    """allowed: the namespace's Servers may be pinned (spec.placement); preflight: ask Placement first, with
+    `required_traits` added to the flavor's trait:* extra specs."""
+
+    allowed: bool
+    message: str = ""
+    preflight: bool = False
+    required_traits: list[str] = Field(default_factory=list)
+
+
 PROJECT_ALLOWED: Activity[ProjectRequest, Verdict] = Activity(
     "tenancy.project_allowed", ProjectRequest, Verdict
 )
 IDENTITY_POLICY: Activity[IdentityRequest, IdentityPolicy] = Activity(
     "tenancy.identity_policy", IdentityRequest, IdentityPolicy
+)
+PINNING_POLICY: Activity[PinningRequest, PinningPolicy] = Activity(
+    "tenancy.pinning_policy", PinningRequest, PinningPolicy
 )

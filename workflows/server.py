@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         reconcile_pass,
     )
     from osprov.workflows.resize import unsettled
+    from osprov.workflows.server_pinning import check_pinning
     from osprov.workflows.server_resize import (
         PATCH_RESIZE,
         RESIZE_PARK_MESSAGE,
@@ -52,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         SUBMIT_TIMEOUT,
         resize_step,
     )
+    from osprov.workflows.server_ssh import ssh_injection
     from osprov.workflows.server_volumes import reconcile_attachments
     from osprov.workflows.tenancy import CloudEntity
 
@@ -80,6 +82,9 @@ PATCH_SUBMIT_AFTER_ARM = "server-submit-after-arm"
 # A settled wait's last read is the next pass's fresh read, and that pass runs at once in the same pass
 # (no 0.05 s timer, no second GET). Runs from before end the pass and read again after the timer.
 PATCH_SETTLED_READ = "server-settled-read"
+# While Nova reports BUILD, a baremetal flavor's server is Queued or Building as Ironic says (a new local
+# activity on BUILD passes). Runs from before show Building.
+PATCH_BAREMETAL = "server-baremetal-status"
 CHAINED_PASSES = 3  # at most this many settled reads are followed at once, so one pass stays bounded
 AWAIT_WITHIN_SECONDS = 60.0
 NEXT_PASS_SECONDS = 0.05  # after a settled wait: a durable timer only to end the workflow task
@@ -248,9 +253,10 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             return await self.recreate_failed(spec, project, read)
         if not obs.launched and obs.ref == spec.image_id:
             self.set_step("waiting for ACTIVE (first boot)")
-            booting = self.provisioning(
-                f"server {read.id} is {read.status}; waiting for its first boot", health
-            )
+            message = f"server {read.id} is {read.status}; waiting for its first boot"
+            if read.status == "BUILD" and workflow.patched(PATCH_BAREMETAL):
+                message = await self.baremetal_phase(spec, read, message)
+            booting = self.provisioning(message, health)
             return await self.settle(project, booting)
         await self.ensure_metadata(spec, project, read)
         if workflow.patched(PATCH_RESIZE):
@@ -343,6 +349,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             )
         if found:
             return found[0]
+        await check_pinning(self.st.ref.namespace, spec, project, self.set_step)  # N1–N3: before any create
         creates = self.creates()
         if creates >= MAX_CREATE_ATTEMPTS:
             raise PassFailed(
@@ -359,16 +366,40 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         )
 
     def create_request(self, spec: ServerSpec, project: io.Project) -> io.CreateServer:
+        ssh = ssh_injection(spec)  # K1–K4: create-time only (a rebuild sends neither key nor user data)
         return io.CreateServer(
             project=project,
             name=self.server_name(),
             flavor=spec.flavor,
             image_id=spec.image_id,
             network_ids=[n.network_id for n in spec.networks],
-            key_name=spec.keypair,
+            key_name=ssh.key_name,
+            identity_keypair=ssh.identity_keypair,
+            ssh_ca=ssh.ssh_ca,
             user_data=spec.user_data,
             metadata=self.metadata(spec, project),
+            host=spec.placement.host if spec.placement else None,
+            hypervisor_hostname=spec.placement.hypervisor_hostname if spec.placement else None,
         )
+
+    async def baremetal_phase(self, spec: ServerSpec, read: io.ServerRead, message: str) -> str:
+        """The seed's baremetal disambiguation: Phase Queued while Ironic has not started deploying."""
+        progress = await call_local(
+            io.BAREMETAL_PROGRESS,
+            io.BaremetalQuery(server_id=read.id, flavor=spec.flavor),
+            summary=f"is server {read.id} waiting on hardware? (baremetal flavor: ask Ironic)",
+        )
+        if not progress.baremetal:
+            return message
+        state = (
+            f"Ironic provision state {progress.provision_state}"
+            if progress.provision_state
+            else "no node yet"
+        )
+        if progress.queued:
+            self.k.phase = ServerPhase.QUEUED
+            return f"{message}: baremetal, queued for hardware ({state})"
+        return f"{message}: baremetal, deploying ({state})"
 
     def creates(self) -> int:
         """Servers created for the current generation: a changed spec gets a fresh bound."""

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from osprov.activities import tenancy
-from osprov.api.tenancy_io import IdentityRequest, ProjectRequest
+from osprov.api.tenancy_io import IdentityRequest, PinningRequest, ProjectRequest
 
 MAPPING = {
     "roles": ["member"],
@@ -64,3 +64,21 @@ def test_a_changed_file_is_read_again(mapped: Path) -> None:
     changed = MAPPING | {"namespaces": {"team-a": {"projects": [{"name": "newer", "domain": "Default"}]}}}
     mapped.write_text(yaml.safe_dump(changed) + "\n# longer: a new size as well as a new mtime\n")
     assert allowed("team-a", "newer")
+
+
+def test_pinning_only_where_the_operator_allows_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "tenancy.yaml"
+    pinning = {"placement_preflight": True, "required_traits": ["CUSTOM_A"]}
+    path.write_text(
+        yaml.safe_dump({"namespaces": {"ops": {"any_project": True, "pinning": pinning}, "dev": {}}})
+    )
+    monkeypatch.setenv(tenancy.TENANCY_FILE_ENV, str(path))
+    ops = tenancy.pinning_policy(PinningRequest(namespace="ops"))
+    assert ops.allowed and ops.preflight and ops.required_traits == ["CUSTOM_A"]
+    for ns in ("dev", "elsewhere"):
+        refused = tenancy.pinning_policy(PinningRequest(namespace=ns))
+        assert (
+            not refused.allowed
+            and "may not be pinned" in refused.message
+            and "nothing was created" in refused.message
+        )

@@ -111,6 +111,19 @@ REFUSED = [
     ),
     Change("server-user-data", "Server", with_value("Server", ["userData"], "#!/bin/sh\n"), "spec.userData", "spec.userData cannot change"),
     Change("server-user-data-removed", "Server", without("Server", "userData"), "spec.userData", "create a new Server"),
+    # Issue 18: the SSH mode is a create-time decision (Nova keeps it on a rebuild), like keypair and userData.
+    Change(
+        "server-ssh-mode", "Server", {**without("Server", "keypair"), "ssh": {"mode": "none"}}, "spec.ssh",
+        "spec.ssh cannot change", old={**without("Server", "keypair"), "ssh": {"mode": "ca"}},
+    ),
+    Change(
+        "server-ssh-added", "Server", {**without("Server", "keypair"), "ssh": {"mode": "ca"}}, "spec.ssh",
+        "create a new Server", old=without("Server", "keypair"),
+    ),
+    Change(
+        "identity-ssh-key", "Identity", {"sshPublicKey": "ssh-ed25519 BBBB other"}, "spec.sshPublicKey",
+        "spec.sshPublicKey cannot change", old={"sshPublicKey": "ssh-ed25519 AAAA me"},
+    ),
     Change(
         "lb-vip-network",
         "LoadBalancer",
@@ -158,6 +171,7 @@ ALLOWED = [
     Change("endpoint-urls", "Endpoint", with_value("Endpoint", ["urls"], {"public": "https://x/v3"}), "", ""),
     Change("grant-retry", "RoleAssignment", with_value("RoleAssignment", ["retryInterval"], "1m"), "", ""),
     Change("server-image", "Server", with_value("Server", ["imageID"], "img-2"), "", ""),
+    Change("identity-ssh-key-added", "Identity", {"sshPublicKey": "ssh-ed25519 AAAA me"}, "", "", old={}),
     Change("server-tags", "Server", with_value("Server", ["tags"], {"tier": "web"}), "", ""),
     Change("lb-public-ip", "LoadBalancer", with_value("LoadBalancer", ["publicIP"], True), "", ""),
     Change("volume-tags", "Volume", with_value("Volume", ["tags"], {}), "", ""),

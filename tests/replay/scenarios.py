@@ -279,3 +279,54 @@ async def server_settled_read(h: Harness, _: str) -> str:
 # Recorded as Server-settled-read.json: the patched path (server-settled-read): the rebuild's wait finds Nova
 # done, and its last read decides the next pass at once.
 SCENARIOS["Server-settled-read"] = server_settled_read
+
+
+async def server_pinned(h: Harness, _: str) -> str:
+    """A pinned Server (workflows/server_pinning.py): the operator's mapping allows it, the placement
+    preflight misses, is asked again on the retry timer, fits; the pinned create; then the deletion."""
+    from osprov.api import tenancy_io
+    from tests.workflows.test_server_workflow import spec
+
+    async with fakes_nova.nova_harness(h.env, h.cloud, f"{h.queue}-nova") as sh:
+        h.cloud.identity.pinning = tenancy_io.PinningPolicy(allowed=True, preflight=True)
+        sh.nova.preflight_missing = ["lacks required trait CUSTOM_A"]
+        pinned = spec("img-a", placement={"hypervisorHostname": "node-1"})
+        wf = await sh.apply("Server", pinned, name="pinned", uid="replay-pinned")
+        await sh.until(lambda: "CUSTOM_A" in sh.condition().get("message", ""), "the preflight miss is shown")
+        sh.nova.preflight_missing = []
+        await sh.until(lambda: sh.condition().get("status") == "True", "server available", virtual_s=900)
+        finalizers = ["nova.osh.openstack.org/finalizer"]
+        await sh.signal(wf, 1, pinned, deleting=True, finalizers=finalizers)
+        await wf.result()
+        return str(wf.id)
+
+
+# Recorded as Server-pinned.json: N1–N3's commands (a local tenancy check, the preflight) run only for
+# Servers with spec.placement, new in this release, so no older run has them and no patch is needed.
+SCENARIOS["Server-pinned"] = server_pinned
+
+
+async def server_baremetal(h: Harness, _: str) -> str:
+    """A baremetal build (patch server-baremetal-status): Queued while Ironic cleans, Building once it
+    deploys, Running at first boot; then the deletion."""
+    from osprov.api import nova_io
+    from tests.workflows.test_server_workflow import spec
+
+    async with fakes_nova.nova_harness(h.env, h.cloud, f"{h.queue}-nova") as sh:
+        nova = sh.nova
+        nova.boot_on_create = False
+        nova.baremetal = nova_io.BaremetalProgress(baremetal=True, queued=True, provision_state="clean wait")
+        wf = await sh.apply("Server", spec("img-a"), name="metal", uid="replay-metal")
+        await sh.until(lambda: sh.status().get("phase") == "Queued", "Queued")
+        nova.baremetal = nova_io.BaremetalProgress(baremetal=True, provision_state="wait call-back")
+        await sh.until(lambda: sh.status().get("phase") == "Building", "Building", virtual_s=120)
+        nova.only().boot()
+        await sh.until(lambda: sh.condition().get("status") == "True", "server available", virtual_s=120)
+        finalizers = ["nova.osh.openstack.org/finalizer"]
+        await sh.signal(wf, 1, spec("img-a"), deleting=True, finalizers=finalizers)
+        await wf.result()
+        return str(wf.id)
+
+
+# Recorded as Server-baremetal.json: the patched BUILD passes (server-baremetal-status) asking Ironic.
+SCENARIOS["Server-baremetal"] = server_baremetal

@@ -24,6 +24,10 @@ class FakeIdentities:
     domain: str | None = "tenants"
     roles: list[str] = field(default_factory=lambda: list(ROLES))
     refused_projects: set[tuple[str, str, str]] = field(default_factory=set)  # (namespace, project, domain)
+    # What the operator's `pinning` says for every namespace (default: pinning is not allowed).
+    pinning: tenancy_io.PinningPolicy = field(
+        default_factory=lambda: tenancy_io.PinningPolicy(allowed=False, message="may not be pinned")
+    )
     identities: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> uid
     resources: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> uid (users alive)
     secrets: dict[str, str] = field(default_factory=dict)  # Secret name -> credential ID it holds
@@ -50,6 +54,11 @@ class FakeIdentities:
             if (req.namespace, req.project, req.domain) in fake.refused_projects:
                 return tenancy_io.Verdict(allowed=False, message=f"project {req.project!r} is not mapped")
             return tenancy_io.Verdict(allowed=True)
+
+        @activity.defn(name=tenancy_io.PINNING_POLICY.name)
+        async def pinning_policy(req: tenancy_io.PinningRequest) -> tenancy_io.PinningPolicy:
+            fake.calls.append(tenancy_io.PINNING_POLICY.name)
+            return fake.pinning
 
         @activity.defn(name=tenancy_io.IDENTITY_POLICY.name)
         async def identity_policy(req: tenancy_io.IdentityRequest) -> tenancy_io.IdentityPolicy:
@@ -95,6 +104,7 @@ class FakeIdentities:
 
         return [
             project_allowed,
+            pinning_policy,
             identity_policy,
             find_identity,
             living_users,

@@ -88,6 +88,10 @@ class FakeNova:
     vanish_on_delete: bool = True
     # Volume resource name -> (server ID it is attached to, device); absent name = no such Volume.
     volumes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    creates: list[io.CreateServer] = field(default_factory=list)  # every create request, as sent
+    preflight_missing: list[str] = field(default_factory=list)  # what Placement says the pinned node lacks
+    preflights: list[io.PlacementPreflight] = field(default_factory=list)
+    baremetal: io.BaremetalProgress = field(default_factory=io.BaremetalProgress)  # default: not baremetal
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add(self, name: str, image_id: str, *, booted: bool = True) -> FakeServer:
@@ -143,6 +147,7 @@ class FakeNova:
         @activity.defn(name=io.CREATE_SERVER.name)
         async def create_server(req: io.CreateServer) -> io.ServerRead:
             nova.calls.append(io.CREATE_SERVER.name)
+            nova.creates.append(req)
             existing = named(req.name)
             if existing:
                 return existing[0].read()
@@ -150,6 +155,17 @@ class FakeNova:
             server.metadata = dict(req.metadata)
             server.flavor = FLAVORS.get(req.flavor, req.flavor)
             return server.read()
+
+        @activity.defn(name=io.PLACEMENT_PREFLIGHT.name)
+        async def placement_preflight(req: io.PlacementPreflight) -> io.PreflightResult:
+            nova.calls.append(io.PLACEMENT_PREFLIGHT.name)
+            nova.preflights.append(req)
+            return io.PreflightResult(missing=list(nova.preflight_missing))
+
+        @activity.defn(name=io.BAREMETAL_PROGRESS.name)
+        async def baremetal_progress(req: io.BaremetalQuery) -> io.BaremetalProgress:
+            nova.calls.append(io.BAREMETAL_PROGRESS.name)
+            return nova.baremetal
 
         @activity.defn(name=io.DELETE_SERVER.name)
         async def delete_server(req: io.ServerId) -> bool:
@@ -253,6 +269,8 @@ class FakeNova:
             get_server,
             create_server,
             delete_server,
+            placement_preflight,
+            baremetal_progress,
             set_metadata,
             rebuild,
             flavor_name,
