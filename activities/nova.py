@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import kubernetes.client
 import openstack.connection
 import openstack.exceptions
 import requests
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
 
-from osprov.activities import nova_ssh
+from osprov.activities import nova_ssh, siblings
 from osprov.activities.cloud import openstack_errors, poll, project_connection, scoped_connection
 from osprov.activities.contract import implements, implements_async
 from osprov.activities.errors import conflict, consistency, error, not_found
-from osprov.activities.kube import api_client
 from osprov.api.errors import UNKNOWN_OUTCOME
 from osprov.api.nova_io import (
     ATTACH_VOLUME,
@@ -54,7 +52,6 @@ from osprov.api.nova_io import (
     VolumeAttachment,
     settled,
 )
-from osprov.api.registry import kind_info
 
 log = structlog.get_logger("osprov.activities.nova")
 
@@ -148,6 +145,22 @@ async def await_server(req: AwaitServer) -> ServerLookup:
     )
 
 
+def _networks(conn: openstack.connection.Connection, req: CreateServer) -> list[dict[str, str]]:
+    """spec.networks in order as Nova's networks: an ID as given, a Network resource by its Neutron network."""
+    if not req.nics:
+        return [{"uuid": n} for n in req.network_ids]
+    place = _place(req.project)
+    return [
+        {"uuid": nic.network_id or siblings.network_id(conn, req.namespace, str(nic.network), **place)}
+        for nic in req.nics
+    ]
+
+
+def _security_groups(conn: openstack.connection.Connection, req: CreateServer) -> list[str]:
+    place = _place(req.project)
+    return [siblings.security_group_id(conn, req.namespace, name, **place) for name in req.security_groups]
+
+
 @implements(CREATE_SERVER)
 def create_server(req: CreateServer) -> ServerRead:
     """Create-if-absent: a retried create after a worker crash adopts the first attempt's server."""
@@ -164,6 +177,9 @@ def create_server(req: CreateServer) -> ServerRead:
         flavor = conn.compute.find_flavor(req.flavor, ignore_missing=True)
         if flavor is None:
             raise error("Invalid", f"flavor {req.flavor!r} does not exist in Nova")
+        # The Networks and SecurityGroups it names, resolved before anything is written (a missing one fails
+        # the pass with a message and nothing made).
+        networks, groups = _networks(conn, req), _security_groups(conn, req)
         key_name = req.key_name
         if req.identity_keypair:
             key_name, public_key = nova_ssh.identity_public_key(req.project.credential)
@@ -174,9 +190,11 @@ def create_server(req: CreateServer) -> ServerRead:
             "flavorRef": flavor.id,
             # No networks listed: no NIC, as the spec says ("auto" would depend on Neutron's
             # auto-allocated topology, which a cloud may not offer: an operator lists networks).
-            "networks": [{"uuid": n} for n in req.network_ids] if req.network_ids else "none",
+            "networks": networks or "none",
             "metadata": req.metadata,
         }
+        if groups:  # Nova takes a group ID where it says "name"
+            body["security_groups"] = [{"name": g} for g in groups]
         if key_name:
             body["key_name"] = key_name
         if user_data:
@@ -316,30 +334,11 @@ def resize_actions(req: ServerId) -> ResizeActions:
 def _volume_resource_uid(req: VolumeAttachment) -> str | None:
     """UID of the Volume resource (its Cinder volume is named volume-{uid}); None when it does not exist.
     It must live where the Server does (the same Identity, or the same spec.project)."""
-    info = kind_info("Volume")
-    try:
-        obj: Any = kubernetes.client.CustomObjectsApi(api_client()).get_namespaced_custom_object(
-            info.group, info.version, req.namespace, info.plural, req.volume
-        )
-    except kubernetes.client.exceptions.ApiException as err:
-        if err.status == 404:
-            return None
-        raise error(
-            "Transient", f"cannot read Volume {req.namespace}/{req.volume} (HTTP {err.status})"
-        ) from None
-    spec = obj.get("spec") or {}
-    credential = req.project.credential
-    if credential is not None:
-        same = (spec.get("identityRef") or {}).get("name") == credential.identity
-    else:
-        same = spec.get("project") == {"name": req.project.name, "domain": req.project.domain}
-    if not same:
-        where = f"Identity {credential.identity}" if credential else f"project {req.project.name}"
-        raise conflict(
-            f"Volume {req.volume} does not live where this Server does ({where}); a Server attaches only "
-            "Volumes of its own Identity (or spec.project)"
-        )
-    return str(obj["metadata"]["uid"])
+    return siblings.sibling_uid("Volume", req.namespace, req.volume, **_place(req.project))
+
+
+def _place(project: Project) -> dict[str, Any]:
+    return {"project": project.name, "domain": project.domain, "credential": project.credential}
 
 
 def _cinder_volume(conn: openstack.connection.Connection, req: VolumeAttachment) -> Any | None:

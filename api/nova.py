@@ -9,6 +9,7 @@ supported, so the flavor is immutable.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -28,12 +29,22 @@ from osprov.api.limits import KeypairName, Tags, UserData, immutable_if_set
 NOVA_GROUP = "nova.osh.openstack.org"
 HEALTHY = "Healthy"  # the Server's second condition type, next to Available
 DEVICE_PATTERN = r"^/dev/[a-z0-9]+$"
+# A SecurityGroup resource's name (neutron.osh.openstack.org) in the Server's namespace.
+SecurityGroupName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
 # Spec level, so adding networks to a server created without them is caught too (absent = []).
 NETWORKS_IMMUTABLE_RULE = (
     "(has(self.networks) ? self.networks : []) == (has(oldSelf.networks) ? oldSelf.networks : [])"
 )
 NETWORKS_IMMUTABLE_MESSAGE = (
     "spec.networks cannot change: ports are made at create time (a rebuild keeps them); replace the Server"
+)
+SECURITY_GROUPS_IMMUTABLE_RULE = (
+    "(has(self.securityGroups) ? self.securityGroups : [])"
+    " == (has(oldSelf.securityGroups) ? oldSelf.securityGroups : [])"
+)
+SECURITY_GROUPS_IMMUTABLE_MESSAGE = (
+    "spec.securityGroups cannot change: they are given to the ports at create time; replace the Server "
+    "(or change the SecurityGroups' rules, which apply at once)"
 )
 KEYPAIR_IMMUTABLE_MESSAGE = (
     "spec.keypair cannot change: Nova injects the key at create time only (a rebuild keeps it); "
@@ -161,10 +172,39 @@ class ServerPlacement(CamelModel):
         return name
 
 
+NETWORK_CHOICE_MESSAGE = (
+    "give exactly one of networkID (a Neutron network ID) or network (the name of a Network resource)"
+)
+
+
 class ServerNetwork(CamelModel):
-    network_id: str = Field(
-        alias="networkID", min_length=1, max_length=255, description="Neutron network ID."
+    """One NIC: a Neutron network by ID, or a Network resource of this namespace by name."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "has(self.networkID) != has(self.network)", "message": NETWORK_CHOICE_MESSAGE}
+            ]
+        }
     )
+
+    network_id: str | None = Field(
+        default=None, alias="networkID", min_length=1, max_length=255, description="Neutron network ID."
+    )
+    network: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of a Network resource in this namespace that lives where the Server does (the "
+        "same identityRef, or the same spec.project); the create waits until its Neutron network exists.",
+    )
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> Self:
+        if (self.network_id is None) == (self.network is None):
+            raise ValueError(NETWORK_CHOICE_MESSAGE)
+        return self
 
 
 class ServerVolume(CamelModel):
@@ -190,6 +230,7 @@ class ServerSpec(CloudSpec):
             "x-kubernetes-validations": [
                 *CLOUD_SPEC_RULES,
                 {"rule": NETWORKS_IMMUTABLE_RULE, "message": NETWORKS_IMMUTABLE_MESSAGE},
+                {"rule": SECURITY_GROUPS_IMMUTABLE_RULE, "message": SECURITY_GROUPS_IMMUTABLE_MESSAGE},
                 immutable_if_set("keypair", KEYPAIR_IMMUTABLE_MESSAGE),
                 immutable_if_set("userData", USER_DATA_IMMUTABLE_MESSAGE),
                 immutable_if_set("ssh", SSH_IMMUTABLE_MESSAGE),
@@ -218,6 +259,14 @@ class ServerSpec(CloudSpec):
         max_length=16,
         description="Networks to attach, in order; empty: no network interface (Nova networks=none). "
         "Immutable.",
+    )
+    security_groups: list[SecurityGroupName] = Field(
+        default_factory=list,
+        alias="securityGroups",
+        max_length=16,
+        description="SecurityGroup resources (names in this namespace, living where the Server does) its ports "
+        "get; empty: Nova's default group of the project. Immutable (ports are made at create time).",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     keypair: KeypairName | None = Field(
         default=None,

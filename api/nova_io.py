@@ -52,6 +52,13 @@ class ServerId(_Model):
     server_id: str
 
 
+class Nic(_Model):
+    """spec.networks[i]: a Neutron network ID, or a Network resource's name (resolved by the create)."""
+
+    network_id: str | None = None
+    network: str | None = None
+
+
 class CreateServer(_Model):
     """Create-if-absent: an exact-name match is adopted instead of creating a second server."""
 
@@ -59,7 +66,10 @@ class CreateServer(_Model):
     name: str
     flavor: str  # name or ID
     image_id: str
-    network_ids: list[str] = Field(default_factory=list)  # empty: networks="none" (no NIC)
+    network_ids: list[str] = Field(default_factory=list)  # runs from before `nics`; both empty: no NIC
+    namespace: str = ""  # of the Server: where the Network and SecurityGroup resources it names live
+    nics: list[Nic] = Field(default_factory=list)  # spec.networks, in order
+    security_groups: list[str] = Field(default_factory=list)  # SecurityGroup resource names
     key_name: str | None = None  # spec.keypair (ssh mode keypair)
     # ssh mode identityKeypair: the activity ensures the Identity's keypair identity-{uid} (from its
     # spec.sshPublicKey, with the Identity's credential) and sends its name as key_name.

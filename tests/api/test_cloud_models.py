@@ -11,7 +11,9 @@ from pydantic import BaseModel, ValidationError
 
 from osprov.api.cinder import VolumeSpec, VolumeStatus
 from osprov.api.nova import (
+    NETWORK_CHOICE_MESSAGE,
     NETWORKS_IMMUTABLE_MESSAGE,
+    SECURITY_GROUPS_IMMUTABLE_MESSAGE,
     RebuildMarker,
     RebuildState,
     ServerPhase,
@@ -181,6 +183,7 @@ def test_server_round_trip_and_rules() -> None:
         "deletionPolicy": "retain",
         "managementPolicy": "managed",
         "approvalPolicy": "automatic",
+        "securityGroups": [],
     }
     assert "String should match pattern" in _error(
         ServerSpec, {**SERVER, "volumes": [{"volume": "x", "device": "vdb"}]}
@@ -192,6 +195,25 @@ def test_server_round_trip_and_rules() -> None:
     bare = {k: v for k, v in SERVER.items() if k != "networks"}
     assert _update("Server", bare, SERVER) == [NETWORKS_IMMUTABLE_MESSAGE]  # added after create
     assert _update("Server", bare, {**bare, "networks": []}) == []  # absent and empty mean the same
+    grouped = {**SERVER, "securityGroups": ["web"]}
+    assert _update("Server", grouped, {**SERVER, "securityGroups": ["db"]}) == [
+        SECURITY_GROUPS_IMMUTABLE_MESSAGE
+    ]
+    assert _update("Server", SERVER, grouped) == [SECURITY_GROUPS_IMMUTABLE_MESSAGE]  # added after create
+
+
+def test_server_network_by_resource_name_or_id_never_both() -> None:
+    named = {**SERVER, "networks": [{"network": "app"}, {"networkID": "net-1"}]}
+    spec = ServerSpec.model_validate(named)
+    assert [(n.network, n.network_id) for n in spec.networks] == [("app", None), (None, "net-1")]
+    assert spec.to_k8s()["networks"] == named["networks"]
+    for wrong in ({}, {"network": "app", "networkID": "net-1"}):
+        assert NETWORK_CHOICE_MESSAGE in _error(ServerSpec, {**SERVER, "networks": [wrong]})
+        created = [
+            m.split(": ", 1)[1] for m in violations(spec_schema("Server"), {**SERVER, "networks": [wrong]})
+        ]
+        assert created == [NETWORK_CHOICE_MESSAGE]  # the CRD's CEL, as admission runs it
+    assert "String should match pattern" in _error(ServerSpec, {**SERVER, "securityGroups": ["Not_A_Name"]})
 
 
 def test_server_status_wire_names() -> None:

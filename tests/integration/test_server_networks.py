@@ -1,0 +1,137 @@
+"""A Server on a Network with a SecurityGroup, all three resources of one Identity, on the real local stack.
+
+The Server names its Network and SecurityGroup by their resources' names; the create activity finds their
+Neutron objects by deterministic name in the Identity's project (activities/siblings.py). Evidence comes
+from Neutron and Nova: the server's one port is on that network with exactly that group, and an image
+rebuild keeps the same port (and so its IP). A Server naming a Network of another Identity is refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openstack.connection
+import pytest
+import yaml
+
+from devenv.openstack.catalog import IMAGE_NAMES
+from devenv.testing import StackEnv
+from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
+
+AVAILABLE = "Available"
+USES = {"identityRef": {"name": "team"}, "deletionPolicy": "delete"}
+SSH = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 22, "portRangeMax": 22}
+
+
+@pytest.fixture(scope="module")
+def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
+    ident: Any = admin.identity
+    made = ident.create_domain(name=f"tenants-{uuid.uuid4().hex[:8]}", enabled=True)
+    yield made
+    ident.update_domain(made, enabled=False)
+    ident.delete_domain(made, ignore_missing=True)
+
+
+@pytest.fixture(scope="module")
+def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
+    for kind in ("Identity", "Network", "SecurityGroup", "Server"):
+        ensure_crd(full_stack, kind)
+    tmp = tmp_path_factory.mktemp("server-networks")
+    tenancy = tmp / "tenancy.yaml"
+    tenancy.write_text(yaml.safe_dump({"namespaces": {}}))
+    for o in run_osprov(full_stack, tmp, extra_env={"OSPROV_TENANCY_FILE": str(tenancy)}):
+        _map(tenancy, o.namespace, domain.name)
+        yield o
+
+
+def _map(path: Path, namespace: str, domain: str) -> None:
+    path.write_text(yaml.safe_dump({"namespaces": {namespace: {"domain": domain}}}))
+
+
+def _ports(admin: openstack.connection.Connection, server_id: str) -> list[Any]:
+    return sorted(admin.network.ports(device_id=server_id), key=lambda p: p.id)
+
+
+def test_a_server_on_a_network_with_a_security_group_keeps_its_port_across_a_rebuild(
+    osprov: Osprov, admin: openstack.connection.Connection
+) -> None:
+    image_a, image_b = (admin.image.find_image(n, ignore_missing=False).id for n in IMAGE_NAMES)
+    osprov.apply("Identity", "team", {})
+    osprov.apply("Identity", "other", {})
+    project_id = osprov.wait_ready("Identity", "team", timeout_s=90)["status"]["projectID"]
+    # Applied together: the Server's create waits (its pass fails and is retried) until both exist.
+    osprov.apply("Network", "app", USES | {"subnet": {"cidr": "10.79.0.0/24"}})
+    osprov.apply("SecurityGroup", "ssh", USES | {"rules": [SSH]})
+    server_spec = USES | {
+        "flavor": "m1.tiny",
+        "imageID": image_a,
+        "networks": [{"network": "app"}],
+        "securityGroups": ["ssh"],
+    }
+    osprov.apply("Server", "web", server_spec)
+    network_id = osprov.wait_ready("Network", "app", 120, ctype=AVAILABLE)["status"]["networkID"]
+    group_id = osprov.wait_ready("SecurityGroup", "ssh", 120, ctype=AVAILABLE)["status"]["securityGroupID"]
+    server_id = osprov.wait_ready("Server", "web", 180, ctype=AVAILABLE)["status"]["serverID"]
+
+    server = admin.compute.get_server(server_id)
+    assert server.project_id == project_id
+    (port,) = _ports(admin, server_id)
+    assert port.network_id == network_id and port.project_id == project_id
+    assert port.security_group_ids == [group_id]
+    ip = [f["ip_address"] for f in port.fixed_ips]
+    assert len(ip) == 1 and ip[0].startswith("10.79.0.")
+
+    osprov.apply("Server", "web", server_spec | {"imageID": image_b})
+    osprov.wait_ready("Server", "web", 180, generation=2, ctype=AVAILABLE)
+    wait_for(
+        lambda: not ((osprov.get("Server", "web") or {}).get("status") or {}).get("rebuild"),
+        "the rebuild settled (its marker cleared)",
+        60,
+    )
+    assert admin.compute.get_server(server_id).image["id"] == image_b
+    (after,) = _ports(admin, server_id)
+    assert (after.id, [f["ip_address"] for f in after.fixed_ips]) == (port.id, ip)
+    assert after.security_group_ids == [group_id]
+
+    # Another Identity's Server may not use this Identity's Network: refused, nothing created.
+    osprov.apply(
+        "Server",
+        "intruder",
+        {
+            "identityRef": {"name": "other"},
+            "flavor": "m1.tiny",
+            "imageID": image_a,
+            "networks": [{"network": "app"}],
+        },
+    )
+    refused = wait_for(
+        lambda: (
+            c
+            if (c := osprov.condition("Server", "intruder", AVAILABLE))
+            and "does not live where" in c["message"]
+            else None
+        ),
+        "the intruder's create is refused",
+        120,
+    )
+    assert "Network app" in refused["message"]
+    intruder_uid = (osprov.get("Server", "intruder") or {})["metadata"]["uid"]
+    assert not list(admin.compute.servers(all_projects=True, name=f"server-{intruder_uid}"))
+
+    for kind, name in (("Server", "intruder"), ("Server", "web")):
+        osprov.delete(kind, name)
+    wait_for(lambda: osprov.get("Server", "web") is None, "the Server is deleted", 180)
+    for kind, name in (("Network", "app"), ("SecurityGroup", "ssh")):
+        osprov.delete(kind, name)
+    wait_for(
+        lambda: osprov.get("Network", "app") is None and osprov.get("SecurityGroup", "ssh") is None,
+        "the Network and the SecurityGroup are deleted",
+        180,
+    )
+    assert admin.network.find_network(network_id, ignore_missing=True) is None
