@@ -58,6 +58,13 @@ def ca_keys() -> list[str]:
         )
     try:
         lines = [ln.strip() for ln in Path(path).read_text().splitlines() if ln.strip()]
+    except FileNotFoundError:
+        # deploy/ always points the variable at the optional ConfigMap osprov-ssh-ca: absent means unset.
+        raise invalid(
+            f"spec.ssh.mode ca: the operator has not configured an SSH certificate authority (no {path}: the "
+            "ConfigMap osprov-ssh-ca, key ca.pub); ask them to, or use mode identityKeypair, keypair or none "
+            "— no server was created"
+        ) from None
     except OSError as exc:
         raise error("Transient", f"cannot read the SSH CA file {path} ({type(exc).__name__})") from None
     keys = [ln for ln in lines if not ln.startswith("#")]

@@ -14,7 +14,7 @@ from typing import Any
 import openstack.exceptions
 from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
 
-from osprov.activities import cloud, neutron
+from osprov.activities import cloud, neutron, siblings
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
 from osprov.api import octavia_io as io
@@ -177,7 +177,16 @@ def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
         existing = _find_lbs(proxy, req.name)
         if existing:
             return existing[0]
-        attrs: dict[str, Any] = {"name": req.name, "vip_network_id": req.vip_network_id}
+        network_id = req.vip_network_id
+        if network_id is None:  # a Network resource: its Neutron network, found in this project
+            place = {
+                "project": req.scope.project,
+                "domain": req.scope.domain,
+                "credential": req.scope.credential,
+            }
+            conn = cloud.scoped_connection(req.scope.project, req.scope.domain, req.scope.credential)
+            network_id = siblings.network_id(conn, req.namespace, str(req.vip_network), **place)
+        attrs: dict[str, Any] = {"name": req.name, "vip_network_id": network_id}
         if req.vip_subnet_id:
             attrs["vip_subnet_id"] = req.vip_subnet_id
         if req.vip_address:

@@ -9,12 +9,12 @@ take neither an idle timeout nor Proxy Protocol v2. Listener names enter Octavia
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from osprov.api.common import CLOUD_SPEC_RULES, CamelModel, CloudSpec, CloudStatus
-from osprov.api.limits import Cidr, IpAddress, immutable, immutable_if_set
+from osprov.api.common import CLOUD_SPEC_RULES, DNS_SUBDOMAIN_PATTERN, CamelModel, CloudSpec, CloudStatus
+from osprov.api.limits import Cidr, IpAddress, immutable_if_set
 
 OCTAVIA_GROUP = "octavia.osh.openstack.org"
 MAX_LISTENERS = 16
@@ -25,6 +25,12 @@ MAX_ALLOWED_CIDRS = 64
 LISTENER_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 VIP_NETWORK_IMMUTABLE_MESSAGE = (
     "spec.vipNetworkID cannot change: Octavia cannot move a VIP; create a new LoadBalancer"
+)
+VIP_NETWORK_REF_IMMUTABLE_MESSAGE = (
+    "spec.vipNetwork cannot change: Octavia cannot move a VIP; create a new LoadBalancer"
+)
+VIP_NETWORK_CHOICE_MESSAGE = (
+    "give exactly one of vipNetworkID (a Neutron network ID) or vipNetwork (the name of a Network resource)"
 )
 VIP_SUBNET_IMMUTABLE_MESSAGE = (
     "spec.vipSubnetID cannot change: Octavia cannot move a VIP; create a new LoadBalancer"
@@ -171,17 +177,34 @@ class LoadBalancerSpec(CloudSpec):
         json_schema_extra={
             "x-kubernetes-validations": [
                 *CLOUD_SPEC_RULES,
+                {
+                    "rule": "has(self.vipNetworkID) != has(self.vipNetwork)",
+                    "message": VIP_NETWORK_CHOICE_MESSAGE,
+                },
+                immutable_if_set("vipNetworkID", VIP_NETWORK_IMMUTABLE_MESSAGE),
+                immutable_if_set("vipNetwork", VIP_NETWORK_REF_IMMUTABLE_MESSAGE),
                 immutable_if_set("vipSubnetID", VIP_SUBNET_IMMUTABLE_MESSAGE),
                 immutable_if_set("vipAddress", VIP_ADDRESS_IMMUTABLE_MESSAGE),
             ]
         }
     )
 
-    vip_network_id: Annotated[str, immutable(VIP_NETWORK_IMMUTABLE_MESSAGE)] = Field(
+    vip_network_id: str | None = Field(
+        default=None,
         alias="vipNetworkID",
         min_length=1,
         max_length=255,
-        description="Neutron network ID of the VIP. Immutable.",
+        description="Neutron network ID of the VIP (or vipNetwork). Immutable.",
+    )
+    vip_network: str | None = Field(
+        default=None,
+        alias="vipNetwork",
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of a Network resource in this namespace that lives where the load balancer does (the "
+        "same identityRef, or the same spec.project), instead of vipNetworkID; the create waits until its Neutron "
+        "network exists. Immutable.",
     )
     vip_subnet_id: str | None = Field(
         default=None,
@@ -216,6 +239,12 @@ class LoadBalancerSpec(CloudSpec):
     @classmethod
     def _vip(cls, value: str | None) -> str | None:
         return None if value is None else _ip(value)
+
+    @model_validator(mode="after")
+    def _one_vip_network(self) -> LoadBalancerSpec:
+        if (self.vip_network_id is None) == (self.vip_network is None):
+            raise ValueError(VIP_NETWORK_CHOICE_MESSAGE)
+        return self
 
     @model_validator(mode="after")
     def _unique_listeners(self) -> LoadBalancerSpec:

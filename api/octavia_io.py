@@ -168,7 +168,9 @@ class CreateLoadBalancer(_Model):
 
     scope: Scope
     name: str
-    vip_network_id: str
+    vip_network_id: str | None = None  # or vip_network
+    vip_network: str | None = None  # a Network resource's name (in `namespace`), resolved by the create
+    namespace: str = ""
     vip_subnet_id: str | None = None
     vip_address: str | None = None
 

@@ -148,7 +148,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         scope = _scope(await self.where(spec, deleting=False))
         at_once = workflow.patched(PATCH_READ_AT_ONCE)
         for step in range(MAX_STEPS_PER_PASS):
-            d = await self._run_pass(lambda obs: converge(spec, uid, obs, scope, at_once=at_once))
+            d = await self._run_pass(
+                lambda obs: converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
+            )
             if isinstance(d.action, Done):
                 self.k.waits = 0
                 provisioned = ConditionState.of(
@@ -357,7 +359,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         scope = _scope(await self.plan_where(spec))
         uid, obs, at_once = self.st.ref.uid, Observation(), workflow.patched(PATCH_READ_AT_ONCE)
         while True:
-            d = converge(spec, uid, obs, scope, at_once=at_once)
+            d = converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
             a = d.action
             if isinstance(a, Fail):
                 raise PlanStopped(f"{d.step}: {a.message}")

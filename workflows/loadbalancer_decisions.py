@@ -184,10 +184,12 @@ def converge(
     scope: io.Scope | None = None,
     *,
     at_once: bool = False,
+    namespace: str = "",
 ) -> Decision:
     """The next step of the create/converge pass, checked in octavia.md's order. `scope`: where every call
     goes (unset: the spec's project, controller-scoped). `at_once`: the pass's first read is R0, which
-    reads what P1, R1 and R2 would in one call (what it could not read, they still ask for)."""
+    reads what P1, R1 and R2 would in one call (what it could not read, they still ask for). `namespace`:
+    the resource's, where a spec.vipNetwork resource lives."""
     scope = scope or scope_of(spec)
     if at_once and obs.found is None:
         name = io.lb_name(uid)
@@ -196,7 +198,7 @@ def converge(
         return Decision(
             "R0", topology, f"read load balancer {name} with its listeners, pools, monitors and members"
         )
-    lb = _load_balancer(spec, uid, obs, scope)
+    lb = _load_balancer(spec, uid, obs, scope, namespace)
     if isinstance(lb, Decision):
         return lb
     if obs.tree is None:
@@ -223,7 +225,7 @@ def converge(
 
 
 def _load_balancer(
-    spec: LoadBalancerSpec, uid: str, obs: Observation, scope: io.Scope
+    spec: LoadBalancerSpec, uid: str, obs: Observation, scope: io.Scope, namespace: str
 ) -> io.LoadBalancerView | Decision:
     """P1–P4: find or create lb-{uid}; its VIP; its provisioning status."""
     name = io.lb_name(uid)
@@ -238,10 +240,13 @@ def _load_balancer(
             scope=scope,
             name=name,
             vip_network_id=spec.vip_network_id,
+            vip_network=spec.vip_network,
+            namespace=namespace,
             vip_subnet_id=spec.vip_subnet_id,
             vip_address=spec.vip_address,
         )
-        return Decision("P1", create, f"create load balancer {name} on VIP network {spec.vip_network_id}")
+        vip = spec.vip_network_id or f"of Network {spec.vip_network}"
+        return Decision("P1", create, f"create load balancer {name} on VIP network {vip}")
     if spec.vip_address and (
         not lb.vip_address or ipaddress.ip_address(spec.vip_address) != ipaddress.ip_address(lb.vip_address)
     ):

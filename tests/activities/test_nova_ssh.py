@@ -68,6 +68,17 @@ def test_no_ca_configured_is_invalid_and_says_who_fixes_it(monkeypatch: pytest.M
     assert caught.value.type == "Invalid" and "the operator has not configured" in str(caught.value)
 
 
+def test_a_ca_file_that_is_not_there_is_not_configured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # deploy/ always sets the variable, to the optional ConfigMap's file: no ConfigMap, no file, no CA.
+    monkeypatch.setenv(nova_ssh.SSH_CA_FILE_ENV, str(tmp_path / "ca.pub"))
+    with pytest.raises(ApplicationError) as caught:
+        nova_ssh.ca_keys()
+    assert caught.value.type == "Invalid" and "osprov-ssh-ca" in str(caught.value)
+    assert caught.value.non_retryable  # the pass fails with the message; no retry storm
+
+
 def test_the_ca_file_must_hold_public_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path = tmp_path / "ca.pub"
     monkeypatch.setenv(nova_ssh.SSH_CA_FILE_ENV, str(path))

@@ -132,6 +132,14 @@ REFUSED = [
         "spec.vipNetworkID cannot change",
     ),
     Change(
+        "lb-vip-network-resource",
+        "LoadBalancer",
+        {**without("LoadBalancer", "vipNetworkID"), "vipNetwork": "net-b"},
+        "spec.vipNetwork",
+        "spec.vipNetwork cannot change",
+        old={**without("LoadBalancer", "vipNetworkID"), "vipNetwork": "net-a"},
+    ),
+    Change(
         "lb-vip-subnet",
         "LoadBalancer",
         with_value("LoadBalancer", ["vipSubnetID"], "subnet-2"),

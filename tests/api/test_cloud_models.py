@@ -20,7 +20,7 @@ from osprov.api.nova import (
     ServerSpec,
     ServerStatus,
 )
-from osprov.api.octavia import LoadBalancerSpec
+from osprov.api.octavia import VIP_NETWORK_CHOICE_MESSAGE, LoadBalancerSpec
 from osprov.api.registry import CLOUD_KINDS, kind_info
 from tests.api.schema_check import violations
 from tests.api.test_crds import spec_schema
@@ -159,6 +159,17 @@ def test_load_balancer_field_errors() -> None:
     assert "listeners.0.allowedCIDRs.0" in bad_cidr and "must be an IPv4 or IPv6 CIDR" in bad_cidr
     assert "String should match pattern" in _error(LoadBalancerSpec, _with_listener(LB, 0, name="Web_1"))
     assert "'TCP' or 'UDP'" in _error(LoadBalancerSpec, _with_listener(LB, 0, protocol="HTTP"))
+
+
+def test_load_balancer_vip_network_by_resource_name_or_id_never_both() -> None:
+    by_name = {**{k: v for k, v in LB.items() if k != "vipNetworkID"}, "vipNetwork": "app"}
+    spec = LoadBalancerSpec.model_validate(by_name)
+    assert (spec.vip_network, spec.vip_network_id) == ("app", None)
+    assert violations(spec_schema("LoadBalancer"), by_name) == []
+    for wrong in ({**LB, "vipNetwork": "app"}, {k: v for k, v in LB.items() if k != "vipNetworkID"}):
+        assert VIP_NETWORK_CHOICE_MESSAGE in _error(LoadBalancerSpec, wrong)
+        found = [m.split(": ", 1)[1] for m in violations(spec_schema("LoadBalancer"), wrong)]
+        assert found == [VIP_NETWORK_CHOICE_MESSAGE]  # the CRD's CEL, as admission runs it
 
 
 # --- Server ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from devenv.kube.testing import RunningEmulator, run_emulator
-from osprov.activities import tenancy
+from osprov.activities import nova_ssh, tenancy
 from tests.deploy.test_manifests import REPO
 from tests.deploy.test_transport_manifests import kustomize
 
@@ -105,6 +105,19 @@ def test_the_tenancy_values_become_the_mapping_the_worker_reads(tmp_path: Path) 
     assert config.namespaces["team-a"].domain == "tenants"
     assert [p.name for p in config.namespaces["team-a"].projects] == ["old"]
     assert config.roles == ["member", "load-balancer_member"]  # the chart's default stays
+
+
+def test_the_ssh_ca_value_becomes_the_file_the_worker_reads(tmp_path: Path) -> None:
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv7kL6hWmzTP1n9qDP1o2T0bUZ1mYq8Hf0m4A2Nq9Zb ops-ca"
+    assert not [d for d in helm_template() if d["metadata"]["name"] == "osprov-ssh-ca"]  # unset: none
+    [configmap] = [
+        d for d in helm_template({"sshCA": key + "\n"}) if d["metadata"]["name"] == "osprov-ssh-ca"
+    ]
+    path = tmp_path / "ca.pub"
+    path.write_text(configmap["data"]["ca.pub"])
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(nova_ssh.SSH_CA_FILE_ENV, str(path))
+        assert nova_ssh.ca_keys() == [key]
 
 
 def test_the_rbac_rules_follow_the_crds_and_the_lease_name() -> None:

@@ -1,9 +1,9 @@
-"""A Server on a Network with a SecurityGroup, all three resources of one Identity, on the real local stack.
+"""Servers and LoadBalancers naming a Network (and SecurityGroups) by resource name, on the real local stack.
 
-The Server names its Network and SecurityGroup by their resources' names; the create activity finds their
-Neutron objects by deterministic name in the Identity's project (activities/siblings.py). Evidence comes
-from Neutron and Nova: the server's one port is on that network with exactly that group, and an image
-rebuild keeps the same port (and so its IP). A Server naming a Network of another Identity is refused.
+The resources all belong to one Identity; the create activities find the Neutron objects by deterministic name
+in the Identity's project (activities/siblings.py). Evidence comes from Neutron, Nova and Octavia: the server's
+one port is on that network with exactly that group, an image rebuild keeps the same port (and so its IP), and
+the load balancer's VIP is on that network. A Server naming a Network of another Identity is refused.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
-    for kind in ("Identity", "Network", "SecurityGroup", "Server"):
+    for kind in ("Identity", "Network", "SecurityGroup", "Server", "LoadBalancer"):
         ensure_crd(full_stack, kind)
     tmp = tmp_path_factory.mktemp("server-networks")
     tenancy = tmp / "tenancy.yaml"
@@ -134,4 +134,24 @@ def test_a_server_on_a_network_with_a_security_group_keeps_its_port_across_a_reb
         "the Network and the SecurityGroup are deleted",
         180,
     )
+    assert admin.network.find_network(network_id, ignore_missing=True) is None
+
+
+def test_a_load_balancer_names_its_vip_network_by_resource(
+    osprov: Osprov, admin: openstack.connection.Connection
+) -> None:
+    osprov.apply("Identity", "team", {})
+    project_id = osprov.wait_ready("Identity", "team", timeout_s=90)["status"]["projectID"]
+    osprov.apply("Network", "front", USES | {"subnet": {"cidr": "10.80.0.0/24"}})
+    osprov.apply("LoadBalancer", "web", USES | {"vipNetwork": "front"})
+    network_id = osprov.wait_ready("Network", "front", 120, ctype=AVAILABLE)["status"]["networkID"]
+    status = osprov.wait_ready("LoadBalancer", "web", 180, ctype=AVAILABLE)["status"]
+    lb = admin.load_balancer.get_load_balancer(status["loadBalancerID"])
+    assert (lb.vip_network_id, lb.project_id) == (network_id, project_id)
+    assert status["vipAddress"].startswith("10.80.0.")
+
+    osprov.delete("LoadBalancer", "web")
+    wait_for(lambda: osprov.get("LoadBalancer", "web") is None, "the LoadBalancer is deleted", 180)
+    osprov.delete("Network", "front")
+    wait_for(lambda: osprov.get("Network", "front") is None, "the Network is deleted", 180)
     assert admin.network.find_network(network_id, ignore_missing=True) is None
