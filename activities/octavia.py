@@ -177,18 +177,21 @@ def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
         existing = _find_lbs(proxy, req.name)
         if existing:
             return existing[0]
-        network_id = req.vip_network_id
-        if network_id is None:  # a Network resource: its Neutron network, found in this project
-            place = {
-                "project": req.scope.project,
-                "domain": req.scope.domain,
-                "credential": req.scope.credential,
-            }
+        network_id, subnet_id = req.vip_network_id, req.vip_subnet_id
+        if network_id is None:  # a Network resource: its Neutron network and subnet, found in this project
             conn = cloud.scoped_connection(req.scope.project, req.scope.domain, req.scope.credential)
-            network_id = siblings.network_id(conn, req.namespace, str(req.vip_network), **place)
+            network_id, own_subnet = siblings.network_and_subnet(
+                conn,
+                req.namespace,
+                str(req.vip_network),
+                project=req.scope.project,
+                domain=req.scope.domain,
+                credential=req.scope.credential,
+            )
+            subnet_id = subnet_id or own_subnet
         attrs: dict[str, Any] = {"name": req.name, "vip_network_id": network_id}
-        if req.vip_subnet_id:
-            attrs["vip_subnet_id"] = req.vip_subnet_id
+        if subnet_id:
+            attrs["vip_subnet_id"] = subnet_id
         if req.vip_address:
             attrs["vip_address"] = req.vip_address
         return _lb_view(proxy.create_load_balancer(**attrs))

@@ -13,20 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import kubernetes.client
 import openstack.connection
 import openstack.exceptions
 import structlog
 from keystoneauth1 import exceptions as ksa_exceptions
+from temporalio.exceptions import ApplicationError
 
-from osprov.activities import cloud
+from osprov.activities import cloud, siblings
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, error, not_found
-from osprov.activities.kube import api_client
 from osprov.api import security_group_io as io
-from osprov.api.errors import TRANSIENT, UNAUTHORIZED
-from osprov.api.registry import kind_info
+from osprov.api.errors import CONFLICT, UNAUTHORIZED
 
 log = structlog.get_logger("osprov.activities.security_group")
 
@@ -251,39 +249,30 @@ def delete_security_group(req: io.DeleteGroup) -> io.DeleteResult:
 # --- remote groups: other SecurityGroup resources of the namespace ---------------------------------------
 
 
-def _resource(namespace: str, name: str) -> dict[str, Any] | None:
-    info = kind_info("SecurityGroup")
-    try:
-        obj: Any = kubernetes.client.CustomObjectsApi(api_client()).get_namespaced_custom_object(
-            info.group, info.version, namespace, info.plural, name
-        )
-    except kubernetes.client.exceptions.ApiException as err:
-        if err.status == 404:
-            return None
-        raise error(TRANSIENT, f"cannot read SecurityGroup {namespace}/{name} (HTTP {err.status})") from None
-    return dict(obj)
-
-
-def _same_place(spec: dict[str, Any], scope: io.Scope) -> bool:
-    if scope.credential is not None:
-        return bool((spec.get("identityRef") or {}).get("name") == scope.credential.identity)
-    return bool(spec.get("project") == {"name": scope.project, "domain": scope.domain})
-
-
 def _resolve(conn: openstack.connection.Connection, req: io.ResolveGroups) -> io.Resolved:
     ids: dict[str, str] = {}
     missing: dict[str, str] = {}
     for name in req.names:
-        obj = _resource(req.namespace, name)
-        if obj is None:
-            missing[name] = f"does not exist in namespace {req.namespace}"
-            continue
-        if not _same_place(obj.get("spec") or {}, req.scope):
+        try:
+            uid = siblings.sibling_uid(
+                "SecurityGroup",
+                req.namespace,
+                name,
+                project=req.scope.project,
+                domain=req.scope.domain,
+                credential=req.scope.credential,
+            )
+        except ApplicationError as err:
+            if err.type != CONFLICT:
+                raise
             missing[name] = (
                 "lives in another project (a rule names only groups of its own Identity or project)"
             )
             continue
-        groups = _find_exact(conn, io.security_group_name(str(obj["metadata"]["uid"])))
+        if uid is None:
+            missing[name] = f"does not exist in namespace {req.namespace}"
+            continue
+        groups = _find_exact(conn, io.security_group_name(uid))
         if len(groups) != 1:
             missing[name] = "has no Neutron security group yet" if not groups else "has duplicate groups"
             continue

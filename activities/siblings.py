@@ -62,19 +62,31 @@ def _one(found: list[Any], kind: str, name: str, cloud_name: str) -> str:
     return str(found[0].id)
 
 
-def network_id(conn: openstack.connection.Connection, namespace: str, name: str, **place: Any) -> str:
-    """The Neutron network of Network resource `name`: network-{uid}, exactly, in the caller's project."""
+def _network(
+    conn: openstack.connection.Connection, namespace: str, name: str, **place: Any
+) -> tuple[str, str]:
     uid = sibling_uid("Network", namespace, name, **place)
     if uid is None:
         raise not_found(f"Network {name} does not exist in namespace {namespace} — retrying")
     cloud_name, project_id = network_io.network_name(uid), conn.current_project_id
     listed = conn.network.networks(name=cloud_name, project_id=project_id)
-    return _one(
-        [n for n in listed if n.name == cloud_name and n.project_id == project_id],
-        "Network",
-        name,
-        cloud_name,
-    )
+    found = [n for n in listed if n.name == cloud_name and n.project_id == project_id]
+    return uid, _one(found, "Network", name, cloud_name)
+
+
+def network_id(conn: openstack.connection.Connection, namespace: str, name: str, **place: Any) -> str:
+    """The Neutron network of Network resource `name`: network-{uid}, exactly, in the caller's project."""
+    return _network(conn, namespace, name, **place)[1]
+
+
+def network_and_subnet(
+    conn: openstack.connection.Connection, namespace: str, name: str, **place: Any
+) -> tuple[str, str]:
+    """network-{uid} and its subnet-{uid} (a load balancer's VIP goes on the Network's own subnet)."""
+    uid, net_id = _network(conn, namespace, name, **place)
+    cloud_name = network_io.subnet_name(uid)
+    found = [s for s in conn.network.subnets(name=cloud_name, network_id=net_id) if s.name == cloud_name]
+    return net_id, _one(found, "Network", name, cloud_name)
 
 
 def security_group_id(conn: openstack.connection.Connection, namespace: str, name: str, **place: Any) -> str:

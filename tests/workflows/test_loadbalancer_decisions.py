@@ -557,3 +557,12 @@ def test_every_step_reads_as_a_sentence() -> None:
     for _, lb_spec, obs, _, _ in CONVERGE_ROWS:
         step = converge(lb_spec, UID, obs).step
         assert step.split(": ", 1)[1][0].isalpha() and len(step.split()) >= 3, step
+
+
+def test_P1_a_vip_network_named_by_resource_is_handed_to_the_create_to_resolve() -> None:
+    by_name = spec(vipNetworkID=None, vipSubnetID=None, vipNetwork="front")
+    d = converge(by_name, UID, Observation(found=()), SCOPE, namespace="team-a")
+    assert d.rule == "P1" and "of Network front" in d.what
+    assert d.action == io.CreateLoadBalancer(
+        scope=SCOPE, name=LB, vip_network="front", namespace="team-a", vip_address=None
+    )
