@@ -35,15 +35,17 @@ from osprov.activities.cloud import APP_CREDENTIAL_ID_KEY, APP_CREDENTIAL_SECRET
 from osprov.activities.contract import implements
 from osprov.activities.errors import conflict, transient
 from osprov.activities.kube import MERGE_PATCH, api_client, decoded
-from osprov.api.identity import IDENTITY_GROUP
+from osprov.api.identity import IDENTITY_GROUP, keypair_name
 from osprov.api.identity_io import (
     CHECK_SECRET,
+    DELETE_KEYPAIR,
     FIND_IDENTITY,
     ISSUE_CREDENTIAL,
     LIVING_USERS,
     REVOKE_CREDENTIAL,
     CheckSecret,
     CheckUsers,
+    DeleteKeypair,
     FindIdentity,
     IdentityFound,
     IdentityUser,
@@ -346,4 +348,18 @@ def revoke_credential(request: RevokeCredential) -> bool:
         return True
 
 
-ACTIVITIES = [find_identity, living_users, check_secret, issue_credential, revoke_credential]
+@implements(DELETE_KEYPAIR)
+def delete_keypair(request: DeleteKeypair) -> bool:
+    """DELETE the Identity's keypair as its own user (keypairs are per user: no other token sees it); False if
+    there is none (a Server never made it, or an earlier attempt deleted it)."""
+    name = keypair_name(request.identity_uid)
+    with openstack_errors(f"delete Nova keypair {name}", service="Nova"):
+        resp = cloud.identity_connection(request.credential).compute.delete(f"/os-keypairs/{name}")
+        if resp.status_code == 404:
+            return False
+        openstack.exceptions.raise_from_response(resp)
+        log.info("keypair deleted", name=name)
+        return True
+
+
+ACTIVITIES = [find_identity, living_users, check_secret, issue_credential, revoke_credential, delete_keypair]

@@ -140,6 +140,14 @@ class RevokeCredential(_Model):
     credential_id: str
 
 
+class DeleteKeypair(_Model):
+    """The Identity's Nova keypair identity-{uid} (made by a Server's identityKeypair create), deleted as its own
+    user: `credential` is the Identity's current one, still valid (teardown revokes it after this)."""
+
+    credential: Credential
+    identity_uid: str
+
+
 class CheckUsers(_Model):
     namespace: str
     users: list[IdentityUser]
@@ -155,6 +163,7 @@ CHECK_SECRET: Activity[CheckSecret, SecretCheck] = Activity("identity.check_secr
 REVOKE_CREDENTIAL: Activity[RevokeCredential, bool] = Activity(
     "identity.revoke_credential", RevokeCredential, bool
 )
+DELETE_KEYPAIR: Activity[DeleteKeypair, bool] = Activity("identity.delete_keypair", DeleteKeypair, bool)
 # The users that still exist (a resource deleted without its workflow releasing the Identity is dropped).
 LIVING_USERS: Activity[CheckUsers, list[IdentityUser]] = Activity(
     "identity.living_users", CheckUsers, list[IdentityUser]

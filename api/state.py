@@ -86,6 +86,7 @@ class IdentityState(ClaimsState):
     users: dict[str, IdentityUser] = Field(default_factory=dict)  # workflow ID -> resource using it
     answered: dict[str, IdentityAnswer] = Field(default_factory=dict)  # workflow ID -> last answer sent
     asked: dict[str, int] = Field(default_factory=dict)  # workflow ID -> seq of its latest use to answer
+    keypair_deleted: bool = False  # X6 ran (its Nova keypair is gone)
 
 
 # --- cloud kinds: where their objects live --------------------------------------------------------------

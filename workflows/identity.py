@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, Outcome, PassFailed, StatusBase, failure_message
     from osprov.workflows.identity_decisions import (
+        DeleteKeypair,
         Facts,
         Gone,
         InUse,
@@ -49,6 +50,8 @@ with workflow.unsafe.imports_passed_through():
 
 # The deletion guard re-reads its users on this backoff (a release wakes it at once).
 IN_USE_FIRST_SECONDS, IN_USE_MAX_SECONDS = 5.0, 60.0
+# X6: an Identity with spec.sshPublicKey deletes its Nova keypair before its credentials are revoked.
+PATCH_KEYPAIR = "identity-keypair-delete"
 
 
 @workflow.defn(name="Identity")
@@ -295,6 +298,29 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
         await self._answer_users()  # the users switch to it now, long before the old one is revoked
         return io.SecretCheck(holds=True, version=issued.secret_version)
 
+    def _keypair_to_delete(self, spec: IdentitySpec) -> bool:
+        """X6 applies: a key was given (a Server may have made the keypair) and it was not deleted yet. Asked only
+        for Identities with a key, so runs of every other Identity keep their history (patch PATCH_KEYPAIR)."""
+        k = self.k
+        if not spec.ssh_public_key or k.keypair_deleted or k.current is None or k.secret_name is None:
+            return False
+        return k.project_id is not None and workflow.patched(PATCH_KEYPAIR)
+
+    async def _delete_keypair(self, step: str) -> None:
+        k, ref = self.k, self.st.ref
+        assert k.current is not None and k.secret_name is not None and k.project_id is not None
+        credential = io.Credential(
+            identity=ref.name,
+            namespace=ref.namespace,
+            secret=k.secret_name,
+            version=k.current.secret_version,
+            project_id=k.project_id,
+        )
+        await call(
+            io.DELETE_KEYPAIR, io.DeleteKeypair(credential=credential, identity_uid=ref.uid), summary=step
+        )
+        k.keypair_deleted = True
+
     async def _revoke(self, record: IssuedRecord, step: str) -> None:
         k = self.k
         if k.user_id is not None:
@@ -333,6 +359,7 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
                     current=k.current,
                     retiring=tuple(k.retiring),
                     claimed=bool(k.claimed),
+                    keypair=self._keypair_to_delete(spec),
                 )
             )
             self.set_step(d.step)
@@ -354,6 +381,8 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
                 self._in_use_checks += 1
                 condition = ConditionState.of(READY, False, IdentityReason.IN_USE, a.message)
                 return Outcome(conditions=[condition], requeue_after=delay)
+            elif isinstance(a, DeleteKeypair):
+                await self._delete_keypair(d.step)
             elif isinstance(a, Revoke):
                 await self._revoke(a.record, d.step)
             elif isinstance(a, Release):

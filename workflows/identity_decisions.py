@@ -22,6 +22,9 @@ expiry): the new one is in the Secret, and the users were told, before the old o
 Teardown (finalize):
   X1 users recorded, not read this pass       -> read which of them still exist (drop the others)
   X2 users remain                             -> InUse, listed in the status; re-checked (and woken by a release)
+  X6 spec.sshPublicKey, keypair not deleted    -> delete the Nova keypair identity-{uid} as the Identity's user, with
+                                                 its current credential (so before X3; Nova keeps a deleted user's
+                                                 keypairs, and no other token can delete it)
   X3 a credential not revoked                 -> revoke it (retired ones first)
   X4 claims held                              -> release them with delete: grants, user, project go
   X5                                          -> done: the finalizer goes, the Secret with the Identity
@@ -144,6 +147,7 @@ class Teardown:
     current: IssuedRecord | None
     retiring: tuple[IssuedRecord, ...]
     claimed: bool  # claims on the project, user or grants are still held
+    keypair: bool = False  # X6 applies: the Identity has spec.sshPublicKey and its keypair is not deleted yet
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,11 @@ class ReadUsers:
 @dataclass(frozen=True)
 class InUse:
     message: str
+
+
+@dataclass(frozen=True)
+class DeleteKeypair:
+    """X6: the Identity's Nova keypair, deleted with its current credential."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,7 @@ class Gone:
 @dataclass(frozen=True)
 class TeardownDecision:
     rule: str
-    action: ReadUsers | InUse | Revoke | Release | Gone
+    action: ReadUsers | InUse | DeleteKeypair | Revoke | Release | Gone
     what: str
 
     @property
@@ -189,6 +198,8 @@ def teardown(t: Teardown) -> TeardownDecision:
             "(or point them elsewhere) and the Identity goes"
         )
         return TeardownDecision("X2", InUse(message), f"in use by {labels}")
+    if t.keypair and t.current is not None:
+        return TeardownDecision("X6", DeleteKeypair(), "delete the Identity's Nova keypair (as its user)")
     for record in (*t.retiring, *([t.current] if t.current else [])):
         return TeardownDecision("X3", Revoke(record), f"revoke application credential #{record.serial}")
     if t.claimed:

@@ -117,19 +117,24 @@ async def paused_project(h: Harness, _: str) -> str:
     return wf.id
 
 
-async def identity(h: Harness, kind: str) -> str:
+async def identity(h: Harness, kind: str, spec: dict[str, Any] | None = None, resync: bool = True) -> str:
     """An Identity: claims, credential #1, a resync (the Secret read), a use by a Volume's workflow ID that
-    no longer exists (dropped by the deletion guard), delete (revoke, release with delete)."""
+    no longer exists (dropped by the deletion guard), delete (revoke, release with delete). (`resync`: the
+    Keystone sweep now finds drift, so a converged Identity keeps no resync timer and the 601 s step finds no
+    Secret read; Identity.json was recorded before that and still replays.)"""
     h.cloud.add("domain", name="tenants", enabled=True)
     for role in ROLES:
         h.cloud.add("role", name=role)
-    spec: dict[str, Any] = {}
+    spec = spec or {}
     finalizer = f"{IDENTITY_GROUP}/finalizer"
     wf = await h.apply(kind, spec, name="replay", uid="replay-identity")
     await eventually(lambda: bool(h.cloud.identity.issued), "credential issued")
     await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "identity ready")
-    await h.env.sleep(601)
-    await eventually(lambda: h.cloud.identity.count(identity_io.CHECK_SECRET.name) >= 1, "identity resynced")
+    if resync:
+        await h.env.sleep(601)
+        await eventually(
+            lambda: h.cloud.identity.count(identity_io.CHECK_SECRET.name) >= 1, "identity resynced"
+        )
     gone = identity_io.IdentityUser(workflow_id="Volume/ns/v/gone", kind="Volume", name="v", uid="gone")
     await h.send(wf, identity_io.IdentityUse(user=gone, seq=1), identity_io.SIGNAL_USE)
     await h.signal(wf, 1, spec, deleting=True, finalizers=[finalizer])
@@ -142,6 +147,17 @@ SCENARIOS["KeystoneObject"] = keystone_object
 SCENARIOS["KeystoneSweep"] = keystone_sweep
 SCENARIOS["Project-paused"] = paused_project  # a stem of its own: Project.json stays the lifecycle
 SCENARIOS["Identity"] = identity
+
+
+async def identity_with_key(h: Harness, kind: str) -> str:
+    """The Identity scenario with spec.sshPublicKey: its teardown deletes the Nova keypair first (X6)."""
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv7kL6hWmzTP1n9qDP1o2T0bUZ1 replay"
+    return await identity(h, "Identity", {"sshPublicKey": key}, resync=False)
+
+
+# Recorded as Identity-keypair.json: the patched teardown (identity-keypair-delete); Identity.json keeps proving
+# that runs without a key (and runs from before) replay.
+SCENARIOS["Identity-keypair"] = identity_with_key
 SCENARIOS["Volume"] = fakes_cinder.replay_scenario
 SCENARIOS["LoadBalancer"] = fakes_octavia.replay_scenario
 SCENARIOS["Server"] = fakes_nova.replay_scenario

@@ -33,6 +33,7 @@ class FakeIdentities:
     secrets: dict[str, str] = field(default_factory=dict)  # Secret name -> credential ID it holds
     issued: dict[str, io.IssueCredential] = field(default_factory=dict)  # credential ID -> request
     revoked: list[str] = field(default_factory=list)
+    keypairs_deleted: list[tuple[str, str]] = field(default_factory=list)  # (Identity uid, credential ID)
     calls: list[str] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -102,7 +103,16 @@ class FakeIdentities:
             fake.revoked.append(req.credential_id)
             return True
 
+        @activity.defn(name=io.DELETE_KEYPAIR.name)
+        async def delete_keypair(req: io.DeleteKeypair) -> bool:
+            fake.calls.append(io.DELETE_KEYPAIR.name)
+            live = [c for c in fake.live if fake.secrets.get(req.credential.secret) == c]
+            assert live, "the keypair is deleted with a credential that still works"  # X6 before X3
+            fake.keypairs_deleted.append((req.identity_uid, live[0]))
+            return True
+
         return [
+            delete_keypair,
             project_allowed,
             pinning_policy,
             identity_policy,

@@ -122,3 +122,25 @@ async def test_t4_volume_of_a_missing_identity_waits_and_its_delete_short_circui
     await volume.result()
     assert h.cinder.calls == [] and h.cloud.identity.count(io.FIND_IDENTITY.name) >= 2
     assert cinder_io.FIND_VOLUMES.name not in h.cinder.calls
+
+
+async def test_x6_an_identity_with_a_key_deletes_its_keypair_before_revoking_its_credential(
+    h: CinderHarness,
+) -> None:
+    h.cloud.identity.identities[("ns", "team")] = ID_UID
+    keyed = IDENTITY | {"sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv7kL6hWmzTP1n9qDP1o2T0bUZ1 me"}
+    identity = await h.apply("Identity", keyed, name="team", uid=ID_UID)
+    await h.until(lambda: condition(h, ID_UID).get("reason") == "Provisioned", "identity ready")
+    [cid] = h.cloud.identity.issued
+    await h.signal(identity, 1, keyed, deleting=True, finalizers=[FINALIZER])
+    await identity.result()
+    assert h.cloud.identity.keypairs_deleted == [(ID_UID, cid)] and h.cloud.identity.revoked == [cid]
+    calls = h.cloud.identity.calls
+    assert calls.index(io.DELETE_KEYPAIR.name) < calls.index(io.REVOKE_CREDENTIAL.name)
+
+
+async def test_x6_an_identity_without_a_key_deletes_no_keypair(h: CinderHarness) -> None:
+    identity = await ready_identity(h)
+    await h.signal(identity, 1, IDENTITY, deleting=True, finalizers=[FINALIZER])
+    await identity.result()
+    assert h.cloud.identity.keypairs_deleted == [] and h.cloud.identity.revoked != []

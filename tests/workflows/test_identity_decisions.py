@@ -13,6 +13,7 @@ from osprov.api.identity_io import IdentityUser, SecretCheck
 from osprov.api.ownership import ObjectKey, ObjectResult
 from osprov.api.state import IssuedRecord
 from osprov.workflows.identity_decisions import (
+    DeleteKeypair,
     Facts,
     Gone,
     InUse,
@@ -141,6 +142,14 @@ def test_x1_recorded_users_are_read_first() -> None:
 def test_x2_living_users_hold_the_deletion() -> None:
     d = teardown(replace(DOWN, users=(USER,), users_read=True))
     assert d.rule == "X2" and isinstance(d.action, InUse) and "Volume/data" in d.action.message
+
+
+def test_x6_the_keypair_goes_first_while_the_current_credential_still_works() -> None:
+    d = teardown(replace(DOWN, keypair=True, retiring=(record(0, revoke_at=NOW),)))
+    assert d.rule == "X6" and isinstance(d.action, DeleteKeypair)
+    assert teardown(replace(DOWN, keypair=True, users=(USER,), users_read=True)).rule == "X2"  # users first
+    # No credential left: no token of its user could delete it (none could have made it either).
+    assert teardown(replace(DOWN, keypair=True, current=None)).rule == "X4"
 
 
 def test_x3_credentials_are_revoked_retired_first() -> None:
