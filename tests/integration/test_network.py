@@ -8,19 +8,17 @@ osprov did not make is on the network.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openstack.connection
 import pytest
-import yaml
 
 from devenv.openstack.catalog import PUBLIC_NETWORK
 from devenv.testing import StackEnv
 from osprov.api.network_io import network_name, router_name, subnet_name
-from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.osprov import Osprov
+from tests.support.tenants import tenant_domain, tenant_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -31,27 +29,13 @@ USES = {"identityRef": {"name": "team"}, "deletionPolicy": "delete"}
 
 @pytest.fixture(scope="module")
 def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
-    ident: Any = admin.identity
-    made = ident.create_domain(name=f"tenants-{uuid.uuid4().hex[:8]}", enabled=True)
-    yield made
-    ident.update_domain(made, enabled=False)
-    ident.delete_domain(made, ignore_missing=True)
+    yield from tenant_domain(admin)
 
 
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
-    for kind in ("Identity", "Network"):
-        ensure_crd(full_stack, kind)
     tmp = tmp_path_factory.mktemp("network")
-    tenancy = tmp / "tenancy.yaml"
-    tenancy.write_text(yaml.safe_dump({"namespaces": {}}))
-    for o in run_osprov(full_stack, tmp, resync_seconds=600, extra_env={"OSPROV_TENANCY_FILE": str(tenancy)}):
-        _map(tenancy, o.namespace, domain.name)
-        yield o
-
-
-def _map(path: Path, namespace: str, domain: str) -> None:
-    path.write_text(yaml.safe_dump({"namespaces": {namespace: {"domain": domain}}}))
+    yield from tenant_osprov(full_stack, tmp, domain.name, ("Identity", "Network"), resync_seconds=600)
 
 
 def named(found: Any, name: str) -> list[Any]:

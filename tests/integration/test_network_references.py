@@ -8,18 +8,16 @@ the load balancer's VIP is on that network. A Server naming a Network of another
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openstack.connection
 import pytest
-import yaml
 
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
-from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.osprov import Osprov
+from tests.support.tenants import tenant_domain, tenant_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -31,27 +29,15 @@ SSH = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 22, "portRange
 
 @pytest.fixture(scope="module")
 def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
-    ident: Any = admin.identity
-    made = ident.create_domain(name=f"tenants-{uuid.uuid4().hex[:8]}", enabled=True)
-    yield made
-    ident.update_domain(made, enabled=False)
-    ident.delete_domain(made, ignore_missing=True)
+    yield from tenant_domain(admin)
 
 
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
-    for kind in ("Identity", "Network", "SecurityGroup", "Server", "LoadBalancer"):
-        ensure_crd(full_stack, kind)
     tmp = tmp_path_factory.mktemp("server-networks")
-    tenancy = tmp / "tenancy.yaml"
-    tenancy.write_text(yaml.safe_dump({"namespaces": {}}))
-    for o in run_osprov(full_stack, tmp, extra_env={"OSPROV_TENANCY_FILE": str(tenancy)}):
-        _map(tenancy, o.namespace, domain.name)
-        yield o
-
-
-def _map(path: Path, namespace: str, domain: str) -> None:
-    path.write_text(yaml.safe_dump({"namespaces": {namespace: {"domain": domain}}}))
+    yield from tenant_osprov(
+        full_stack, tmp, domain.name, ("Identity", "Network", "SecurityGroup", "Server", "LoadBalancer")
+    )
 
 
 def _ports(admin: openstack.connection.Connection, server_id: str) -> list[Any]:

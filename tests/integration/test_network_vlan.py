@@ -13,19 +13,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openstack.connection
 import pytest
-import yaml
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devenv.testing import StackEnv
 from osprov.api import vlan_io
 from osprov.api.network_io import network_name
-from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.osprov import Osprov
+from tests.support.tenants import tenant_domain, tenant_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -37,31 +36,20 @@ FIRST, LAST = 1000, 1039  # the operator's range: more IDs than Networks, so a d
 
 @pytest.fixture(scope="module")
 def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
-    ident: Any = admin.identity
-    made = ident.create_domain(name=f"tenants-{uuid.uuid4().hex[:8]}", enabled=True)
-    yield made
-    ident.update_domain(made, enabled=False)
-    ident.delete_domain(made, ignore_missing=True)
+    yield from tenant_domain(admin)
 
 
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
-    for kind in ("Identity", "Network"):
-        ensure_crd(full_stack, kind)
     tmp = tmp_path_factory.mktemp("network-vlan")
-    tenancy = tmp / "tenancy.yaml"
-    tenancy.write_text(yaml.safe_dump({"namespaces": {}}))
-    for o in run_osprov(full_stack, tmp, extra_env={"OSPROV_TENANCY_FILE": str(tenancy)}):
-        _map(tenancy, o.namespace, domain.name)
-        yield o
-
-
-def _map(path: Path, namespace: str, domain: str) -> None:
-    mapping = {
-        "namespaces": {namespace: {"domain": domain, "provider_networks": ["physnet1"]}},
-        "vlan_ranges": {"physnet1": {"first": FIRST, "last": LAST}},
-    }
-    path.write_text(yaml.safe_dump(mapping))
+    yield from tenant_osprov(
+        full_stack,
+        tmp,
+        domain.name,
+        ("Identity", "Network"),
+        namespace_policy={"provider_networks": ["physnet1"]},
+        policy={"vlan_ranges": {"physnet1": {"first": FIRST, "last": LAST}}},
+    )
 
 
 def spec(i: int) -> dict[str, Any]:

@@ -5,18 +5,16 @@ SecurityGroup of the same Identity.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openstack.connection
 import pytest
-import yaml
 
 from devenv.testing import StackEnv
 from tests.integration.test_security_group import neutron_rows, row
-from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.osprov import Osprov
+from tests.support.tenants import tenant_domain, tenant_osprov
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -28,28 +26,13 @@ WEB = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 80, "portRange
 
 @pytest.fixture(scope="module")
 def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
-    ident: Any = admin.identity
-    made = ident.create_domain(name=f"tenants-{uuid.uuid4().hex[:8]}", enabled=True)
-    yield made
-    ident.update_domain(made, enabled=False)
-    ident.delete_domain(made, ignore_missing=True)
+    yield from tenant_domain(admin)
 
 
 @pytest.fixture(scope="module")
 def osprov(full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, domain: Any) -> Iterator[Osprov]:
-    for kind in ("Identity", "SecurityGroup"):
-        ensure_crd(full_stack, kind)
     tmp = tmp_path_factory.mktemp("secgroup-identity")
-    tenancy = tmp / "tenancy.yaml"
-    # Written before the namespace's name is known, re-written once it is (the worker re-reads the file).
-    tenancy.write_text(yaml.safe_dump({"namespaces": {}}))
-    for o in run_osprov(full_stack, tmp, extra_env={"OSPROV_TENANCY_FILE": str(tenancy)}):
-        _map(tenancy, o.namespace, domain.name)
-        yield o
-
-
-def _map(path: Path, namespace: str, domain: str) -> None:
-    path.write_text(yaml.safe_dump({"namespaces": {namespace: {"domain": domain}}}))
+    yield from tenant_osprov(full_stack, tmp, domain.name, ("Identity", "SecurityGroup"))
 
 
 def test_groups_are_made_with_the_identitys_credential_and_removed_with_it(
