@@ -11,18 +11,17 @@ the two apart. Cinder's diagnostics of an errored volume are logged here, for op
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import openstack.connection
 import openstack.exceptions
 import structlog
-from keystoneauth1 import exceptions as ksa_exceptions
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
-from osprov.activities.errors import conflict, consistency, error, not_found
+from osprov.activities.errors import conflict, consistency, not_found
+from osprov.activities.project_scope import ProjectMissing, describe, scoped
 from osprov.api.cinder_io import (
     AWAIT_VOLUME,
     CREATE_VOLUME,
@@ -38,14 +37,12 @@ from osprov.api.cinder_io import (
     DeleteVolume,
     ExtendVolume,
     FindVolumes,
-    ProjectScope,
     UpdateMetadata,
     Volume,
     VolumeLookup,
     is_error,
     volume_metadata,
 )
-from osprov.api.errors import UNAUTHORIZED
 
 log = structlog.get_logger("osprov.activities.cinder")
 
@@ -57,43 +54,6 @@ _DIAGNOSTIC_FIELDS = ("status", "host", "migration_status", "replication_status"
 
 # Set once Cinder answered 400 to a name filter (not allowed for non-admins by its resource_filters.json).
 _name_filter_rejected = False
-
-
-class _ProjectMissing(Exception):
-    """The scoped token was refused because the project (or its domain) does not exist."""
-
-
-def _describe(scope: ProjectScope) -> str:
-    return f"project {scope.project!r} in domain {scope.domain!r}"
-
-
-def _project_exists(scope: ProjectScope) -> bool:
-    identity: Any = cloud.admin_connection().identity  # v3 (the v2 proxy has no domains)
-    domain = next((d for d in identity.domains(name=scope.domain) if d.name == scope.domain), None)
-    if domain is None:
-        return False
-    projects = identity.projects(name=scope.project, domain_id=domain.id)
-    return any(p.name == scope.project for p in projects)
-
-
-def _scoped(scope: ProjectScope, call: Callable[[openstack.connection.Connection], T]) -> T:
-    """Run `call` with the Identity's or the project-scoped connection; for the latter a refused token
-    becomes _ProjectMissing or a typed Unauthorized error that says what to grant."""
-    if scope.credential is not None:
-        return call(cloud.identity_connection(scope.credential))
-    try:
-        return call(cloud.project_connection(scope.project, scope.domain))
-    except ksa_exceptions.Unauthorized:
-        # The failed connection must not be reused (nor a stale token after a grant appears).
-        cloud.close_thread_connections()
-        if not _project_exists(scope):
-            raise _ProjectMissing from None
-        raise error(
-            UNAUTHORIZED,
-            f"Keystone refused the controller a token scoped to {_describe(scope)}: the project exists, so "
-            "it is disabled or the controller's user has no role in it; grant one (for example with a "
-            "RoleAssignment resource) — retrying",
-        ) from None
 
 
 def _to_volume(resource: Any) -> Volume:
@@ -153,13 +113,13 @@ def find_volumes(request: FindVolumes) -> VolumeLookup:
     """Every volume of the project named exactly `name` (or the one with `id`); project_found=False if the
     project does not exist."""
     what = request.id or request.name
-    with openstack_errors(f"find volume {what} in {_describe(request.scope)}", service="Cinder"):
+    with openstack_errors(f"find volume {what} in {describe(request.scope)}", service="Cinder"):
         try:
-            volumes = _scoped(
+            volumes = scoped(
                 request.scope,
                 lambda conn: _by_id(conn, request.id) if request.id else _find_exact(conn, request.name),
             )
-        except _ProjectMissing:
+        except ProjectMissing:
             return VolumeLookup(project_found=False)
         return VolumeLookup(project_found=True, volumes=volumes)
 
@@ -208,11 +168,11 @@ def _create(conn: openstack.connection.Connection, request: CreateVolume) -> Vol
 @implements(CREATE_VOLUME)
 def create_volume(request: CreateVolume) -> Volume:
     """Create-if-absent: an existing exact-name volume is returned instead of creating a second one."""
-    with openstack_errors(f"create volume {request.name} in {_describe(request.scope)}", service="Cinder"):
+    with openstack_errors(f"create volume {request.name} in {describe(request.scope)}", service="Cinder"):
         try:
-            return _scoped(request.scope, lambda conn: _create(conn, request))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+            return scoped(request.scope, lambda conn: _create(conn, request))
+        except ProjectMissing:
+            raise not_found(f"{describe(request.scope)} does not exist in Keystone") from None
 
 
 def _update_metadata(conn: openstack.connection.Connection, request: UpdateMetadata) -> bool:
@@ -232,9 +192,9 @@ def update_metadata(request: UpdateMetadata) -> bool:
     """Set the osprov metadata keys that differ and remove dropped tags; True if anything changed."""
     with openstack_errors(f"update metadata of volume {request.id}", service="Cinder"):
         try:
-            return _scoped(request.scope, lambda conn: _update_metadata(conn, request))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+            return scoped(request.scope, lambda conn: _update_metadata(conn, request))
+        except ProjectMissing:
+            raise not_found(f"{describe(request.scope)} does not exist in Keystone") from None
 
 
 # Cinder extends an attached (in-use) volume only at volume API 3.42+ (and only where its policy
@@ -260,7 +220,7 @@ def _extend(conn: openstack.connection.Connection, request: ExtendVolume) -> Vol
     # before it answers, so two extends for one target can never both be accepted.
     found = _by_id(conn, request.id)
     if not found:
-        raise not_found(f"volume {request.id} does not exist in {_describe(request.scope)}")
+        raise not_found(f"volume {request.id} does not exist in {describe(request.scope)}")
     before = found[0]
     if not _extend_pending(before, request.size):
         return before
@@ -303,11 +263,11 @@ def _extend(conn: openstack.connection.Connection, request: ExtendVolume) -> Vol
 @implements(EXTEND_VOLUME)
 def extend_volume(request: ExtendVolume) -> Volume:
     """Extend-if-smaller: at most one extend is accepted per target size; returns a read after the call."""
-    with openstack_errors(f"extend volume {request.id} in {_describe(request.scope)}", service="Cinder"):
+    with openstack_errors(f"extend volume {request.id} in {describe(request.scope)}", service="Cinder"):
         try:
-            return _scoped(request.scope, lambda conn: _extend(conn, request))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(request.scope)} does not exist in Keystone") from None
+            return scoped(request.scope, lambda conn: _extend(conn, request))
+        except ProjectMissing:
+            raise not_found(f"{describe(request.scope)} does not exist in Keystone") from None
 
 
 def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResult:
@@ -328,10 +288,10 @@ def _delete(conn: openstack.connection.Connection, volume_id: str) -> DeleteResu
 @implements(DELETE_VOLUME)
 def delete_volume(request: DeleteVolume) -> DeleteResult:
     """Delete by ID: "accepted" (Cinder deletes asynchronously) or "absent" (already gone, or no project)."""
-    with openstack_errors(f"delete volume {request.id} in {_describe(request.scope)}", service="Cinder"):
+    with openstack_errors(f"delete volume {request.id} in {describe(request.scope)}", service="Cinder"):
         try:
-            return _scoped(request.scope, lambda conn: _delete(conn, request.id))
-        except _ProjectMissing:
+            return scoped(request.scope, lambda conn: _delete(conn, request.id))
+        except ProjectMissing:
             return DeleteResult(outcome="absent")
 
 

@@ -12,60 +12,23 @@ sees every project's objects, and Neutron's name filter is not relied on to be e
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import openstack.connection
 import openstack.exceptions
 import structlog
-from keystoneauth1 import exceptions as ksa_exceptions
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements
-from osprov.activities.errors import conflict, consistency, error, not_found
+from osprov.activities.errors import conflict, consistency, not_found
+from osprov.activities.project_scope import ProjectMissing, describe, scoped
 from osprov.api import network_io as io
-from osprov.api.cinder_io import ProjectScope
-from osprov.api.errors import UNAUTHORIZED
 
 log = structlog.get_logger("osprov.activities.network")
 
 SERVICE = "Neutron"
 T = TypeVar("T")
-
-
-class _ProjectMissing(Exception):
-    """The scoped token was refused because the project (or its domain) does not exist."""
-
-
-def _describe(scope: ProjectScope) -> str:
-    return f"project {scope.project!r} in domain {scope.domain!r}"
-
-
-def _project_exists(scope: ProjectScope) -> bool:
-    identity: Any = cloud.admin_connection().identity
-    domain = next((d for d in identity.domains(name=scope.domain) if d.name == scope.domain), None)
-    if domain is None:
-        return False
-    return any(p.name == scope.project for p in identity.projects(name=scope.project, domain_id=domain.id))
-
-
-def _scoped(scope: ProjectScope, call: Callable[[openstack.connection.Connection], T]) -> T:
-    """Run `call` on the Identity's or the re-scoped connection; a refused re-scoped token becomes
-    _ProjectMissing or an Unauthorized error that says what to grant (as activities/cinder.py)."""
-    if scope.credential is not None:
-        return call(cloud.identity_connection(scope.credential))
-    try:
-        return call(cloud.project_connection(scope.project, scope.domain))
-    except ksa_exceptions.Unauthorized:
-        cloud.close_thread_connections()
-        if not _project_exists(scope):
-            raise _ProjectMissing from None
-        raise error(
-            UNAUTHORIZED,
-            f"Keystone refused the controller a token scoped to {_describe(scope)}: the project exists, so "
-            "it is disabled or the controller's user has no role in it; grant one — retrying",
-        ) from None
 
 
 def _network(r: Any) -> io.NetworkView:
@@ -165,10 +128,10 @@ def _lookup(conn: openstack.connection.Connection, req: io.FindNetwork) -> io.Ne
 def find_network(req: io.FindNetwork) -> io.NetworkLookup:
     """The project's network, subnet and router named exactly as asked (sorted by ID), and the foreign port
     count of the network; project_found=False if the project does not exist."""
-    with openstack_errors(f"find network {req.names.network} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"find network {req.names.network} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _lookup(conn, req))
-        except _ProjectMissing:
+            return scoped(req.scope, lambda conn: _lookup(conn, req))
+        except ProjectMissing:
             return io.NetworkLookup(project_found=False)
 
 
@@ -207,11 +170,11 @@ def _create_network(conn: openstack.connection.Connection, req: io.CreateNetwork
 @implements(io.CREATE_NETWORK)
 def create_network(req: io.CreateNetwork) -> io.NetworkView:
     """Create-if-absent by exact name in the project."""
-    with openstack_errors(f"create network {req.name} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"create network {req.name} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _create_network(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _create_network(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
         except openstack.exceptions.ConflictException:
             # 409 on a provider network: the segment is taken on the physical network (by a network osprov
             # did not make: the allocator never hands one ID out twice).
@@ -242,11 +205,11 @@ def _create_subnet(conn: openstack.connection.Connection, req: io.CreateSubnet) 
 @implements(io.CREATE_SUBNET)
 def create_subnet(req: io.CreateSubnet) -> io.SubnetView:
     """Create-if-absent by exact name in the project."""
-    with openstack_errors(f"create subnet {req.name} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"create subnet {req.name} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _create_subnet(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _create_subnet(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 def _create_router(conn: openstack.connection.Connection, req: io.CreateRouter) -> io.RouterView:
@@ -266,11 +229,11 @@ def _create_router(conn: openstack.connection.Connection, req: io.CreateRouter) 
 @implements(io.CREATE_ROUTER)
 def create_router(req: io.CreateRouter) -> io.RouterView:
     """Create-if-absent by exact name in the project, its gateway on the external network."""
-    with openstack_errors(f"create router {req.name} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"create router {req.name} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _create_router(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _create_router(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 def _add_interface(conn: openstack.connection.Connection, req: io.RouterInterface) -> io.RouterView:
@@ -295,7 +258,7 @@ def add_router_interface(req: io.RouterInterface) -> io.RouterView:
     with openstack_errors(
         f"add an interface on subnet {req.subnet_id} to router {req.router_id}", service=SERVICE
     ):
-        return _scoped(req.scope, lambda conn: _add_interface(conn, req))
+        return scoped(req.scope, lambda conn: _add_interface(conn, req))
 
 
 def _remove_interface(conn: openstack.connection.Connection, req: io.RouterInterface) -> bool:
@@ -315,8 +278,8 @@ def remove_router_interface(req: io.RouterInterface) -> bool:
         f"remove router {req.router_id}'s interface on subnet {req.subnet_id}", service=SERVICE
     ):
         try:
-            return _scoped(req.scope, lambda conn: _remove_interface(conn, req))
-        except _ProjectMissing:
+            return scoped(req.scope, lambda conn: _remove_interface(conn, req))
+        except ProjectMissing:
             return False
 
 
@@ -340,10 +303,10 @@ def _delete(conn: openstack.connection.Connection, req: io.DeleteObject) -> io.D
 @implements(io.DELETE_OBJECT)
 def delete_object(req: io.DeleteObject) -> io.DeleteResult:
     """Delete by ID: "deleted" (Neutron deletes synchronously) or "absent" (already gone, or no project)."""
-    with openstack_errors(f"delete {req.kind} {req.id} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"delete {req.kind} {req.id} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _delete(conn, req))
-        except _ProjectMissing:
+            return scoped(req.scope, lambda conn: _delete(conn, req))
+        except ProjectMissing:
             return io.DeleteResult(outcome="absent")
 
 

@@ -10,21 +10,20 @@ ever touches the group it created, secgroup-{uid} in that project.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import openstack.connection
 import openstack.exceptions
 import structlog
-from keystoneauth1 import exceptions as ksa_exceptions
 from temporalio.exceptions import ApplicationError
 
-from osprov.activities import cloud, siblings
+from osprov.activities import siblings
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements
-from osprov.activities.errors import conflict, error, not_found
+from osprov.activities.errors import conflict, not_found
+from osprov.activities.project_scope import ProjectMissing, describe, scoped
 from osprov.api import security_group_io as io
-from osprov.api.errors import CONFLICT, UNAUTHORIZED
+from osprov.api.errors import CONFLICT
 
 log = structlog.get_logger("osprov.activities.security_group")
 
@@ -32,41 +31,6 @@ SERVICE = "Neutron"
 T = TypeVar("T")
 # The names Neutron shows for the protocols a spec names (the key holds numbers: Neutron's duplicate test).
 _PROTOCOL_NAMES = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp"}
-
-
-class _ProjectMissing(Exception):
-    """The scoped token was refused because the project (or its domain) does not exist."""
-
-
-def _describe(scope: io.Scope) -> str:
-    return f"project {scope.project!r} in domain {scope.domain!r}"
-
-
-def _project_exists(scope: io.Scope) -> bool:
-    identity: Any = cloud.admin_connection().identity  # v3 (the v2 proxy has no domains)
-    domain = next((d for d in identity.domains(name=scope.domain) if d.name == scope.domain), None)
-    if domain is None:
-        return False
-    return any(p.name == scope.project for p in identity.projects(name=scope.project, domain_id=domain.id))
-
-
-def _scoped(scope: io.Scope, call: Callable[[openstack.connection.Connection], T]) -> T:
-    """Run `call` with the Identity's or the project-scoped connection; for the latter a refused token becomes
-    _ProjectMissing or a typed Unauthorized error that says what to grant (as activities/cinder.py)."""
-    if scope.credential is not None:
-        return call(cloud.identity_connection(scope.credential))
-    try:
-        return call(cloud.project_connection(scope.project, scope.domain))
-    except ksa_exceptions.Unauthorized:
-        cloud.close_thread_connections()  # the failed connection must not be reused
-        if not _project_exists(scope):
-            raise _ProjectMissing from None
-        raise error(
-            UNAUTHORIZED,
-            f"Keystone refused the controller a token scoped to {_describe(scope)}: the project exists, so "
-            "it is disabled or the controller's user has no role in it; grant one (for example with a "
-            "RoleAssignment resource) — retrying",
-        ) from None
 
 
 def _key(raw: dict[str, Any]) -> io.RuleKey:
@@ -117,12 +81,12 @@ def find_security_group(req: io.FindGroup) -> io.GroupLookup:
     """Every group of the project named exactly `name` (or the one with `id`), with its rules;
     project_found=False if the project does not exist."""
     what = req.id or req.name
-    with openstack_errors(f"find security group {what} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"find security group {what} in {describe(req.scope)}", service=SERVICE):
         try:
-            groups = _scoped(
+            groups = scoped(
                 req.scope, lambda conn: _by_id(conn, req.id) if req.id else _find_exact(conn, req.name)
             )
-        except _ProjectMissing:
+        except ProjectMissing:
             return io.GroupLookup(project_found=False)
         return io.GroupLookup(project_found=True, groups=groups)
 
@@ -139,11 +103,11 @@ def _create(conn: openstack.connection.Connection, req: io.CreateGroup) -> io.Gr
 @implements(io.CREATE_GROUP)
 def create_security_group(req: io.CreateGroup) -> io.Group:
     """Create-if-absent: an existing exact-name group is returned instead of creating a second one."""
-    with openstack_errors(f"create security group {req.name} in {_describe(req.scope)}", service=SERVICE):
+    with openstack_errors(f"create security group {req.name} in {describe(req.scope)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _create(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _create(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 @implements(io.UPDATE_GROUP)
@@ -151,14 +115,14 @@ def update_security_group(req: io.UpdateGroup) -> io.Group:
     """Set the group's description (in place; the ID and rules stay)."""
     with openstack_errors(f"update security group {req.id}", service=SERVICE):
         try:
-            return _scoped(
+            return scoped(
                 req.scope,
                 lambda conn: _to_group(
                     conn.network.update_security_group(req.id, description=req.description)
                 ),
             )
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 def _create_rule(conn: openstack.connection.Connection, req: io.CreateRule) -> io.Rule:
@@ -199,9 +163,9 @@ def create_security_group_rule(req: io.CreateRule) -> io.Rule:
     """Create the rule, or adopt the identical one Neutron already holds (409)."""
     with openstack_errors(f"add a rule to security group {req.group_id}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _create_rule(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _create_rule(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 def _delete_rule(conn: openstack.connection.Connection, req: io.DeleteRule) -> bool:
@@ -220,8 +184,8 @@ def delete_security_group_rule(req: io.DeleteRule) -> bool:
     """Delete one rule of the group: True if deleted now, False if it was already gone."""
     with openstack_errors(f"remove rule {req.rule_id} from security group {req.group_id}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _delete_rule(conn, req))
-        except _ProjectMissing:
+            return scoped(req.scope, lambda conn: _delete_rule(conn, req))
+        except ProjectMissing:
             return False
 
 
@@ -241,8 +205,8 @@ def delete_security_group(req: io.DeleteGroup) -> io.DeleteResult:
     """Delete by ID: deleted, absent (already gone, or no project), or in_use (Neutron's 409)."""
     with openstack_errors(f"delete security group {req.id}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _delete_group(conn, req.id))
-        except _ProjectMissing:
+            return scoped(req.scope, lambda conn: _delete_group(conn, req.id))
+        except ProjectMissing:
             return io.DeleteResult(outcome="absent")
 
 
@@ -285,9 +249,9 @@ def resolve_security_groups(req: io.ResolveGroups) -> io.Resolved:
     """The Neutron group IDs of the named SecurityGroup resources (same namespace, same project)."""
     with openstack_errors(f"find the security groups of {', '.join(req.names)}", service=SERVICE):
         try:
-            return _scoped(req.scope, lambda conn: _resolve(conn, req))
-        except _ProjectMissing:
-            raise not_found(f"{_describe(req.scope)} does not exist in Keystone") from None
+            return scoped(req.scope, lambda conn: _resolve(conn, req))
+        except ProjectMissing:
+            raise not_found(f"{describe(req.scope)} does not exist in Keystone") from None
 
 
 ACTIVITIES = [
