@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -83,3 +84,18 @@ async def tenv(time_server: CheckedServer) -> WorkflowEnvironment:
 async def h(tenv: WorkflowEnvironment) -> AsyncIterator[Harness]:
     async for x in harness(tenv):
         yield x
+
+
+# The one failure that is the test server's and not the code's: a run it strands (runstate.py) holds its
+# clock, and the test's next skip of server time waits in real time until the RPC gives up ("Timeout
+# expired"; seen once in CI in ~1,500 tests × many runs, never reproduced on demand). Such a test runs once
+# more, on a fresh server (CheckedServer replaces one whose clock is held); any other failure, an assertion
+# included, fails at once.
+HELD_CLOCK = r"RPCError: Timeout expired"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[HELD_CLOCK]))
