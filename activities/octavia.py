@@ -169,6 +169,16 @@ async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancer
     )
 
 
+@implements_async(io.AWAIT_TOPOLOGY)
+async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
+    """The wait for Octavia, then, once it settled, the next pass's R0 read (by exact name, as a pass
+    starts) in the same activity."""
+    found = await await_load_balancer(req.wait)
+    if not settled(found, req.wait.gone):
+        return io.AwaitedTopology(settled=False, found=found)
+    return io.AwaitedTopology(settled=True, found=found, topology=await read_topology(req.read))
+
+
 @implements(io.CREATE_LOAD_BALANCER)
 def create_load_balancer(req: io.CreateLoadBalancer) -> io.LoadBalancerView:
     """Create-if-absent by exact name: an existing one is returned as it is."""
@@ -377,6 +387,7 @@ ACTIVITIES: list[Any] = [
     read_topology,
     find_imported_load_balancer,
     await_load_balancer,
+    await_topology,
     create_load_balancer,
     list_listeners,
     create_listener,

@@ -65,6 +65,10 @@ PATCH_AWAIT = "loadbalancer-await-in-activity"
 AWAIT_WITHIN_SECONDS = 60.0
 # R0: a pass's reads (P1, R1, R2) are one activity instead of three rounds (runs from before read in rounds).
 PATCH_READ_AT_ONCE = "loadbalancer-read-at-once"
+# A step's wait for ACTIVE ends with the next step's R0 read in the same activity (one activity per step
+# instead of two), and the first wait's "Provisioning" status write runs beside it; runs from before wait,
+# then read in a separate activity.
+PATCH_AWAIT_READS = "loadbalancer-await-reads-tree"
 MAX_STEPS_PER_PASS = (
     12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
 )
@@ -147,10 +151,13 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         uid = self.st.ref.uid
         scope = _scope(await self.where(spec, deleting=False))
         at_once = workflow.patched(PATCH_READ_AT_ONCE)
+
+        def decide(obs: Observation) -> Decision:
+            return converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
+
+        seed: Observation | None = None  # R0, already read by the last step's wait
         for step in range(MAX_STEPS_PER_PASS):
-            d = await self._run_pass(
-                lambda obs: converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
-            )
+            d = await self._run_pass(decide, seed)
             if isinstance(d.action, Done):
                 self.k.waits = 0
                 provisioned = ConditionState.of(
@@ -161,32 +168,71 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             if step > 0 and not mutated:
                 break  # settled, yet something still waits (a child PENDING): the loop's backoff
             settling = AvailableReason.PROVISIONING, PROVISIONING_MESSAGE
-            if not await self._await(scope, gone=False, first=step == 0, showing=settling):
+            then = self._r0(decide) if at_once else None
+            done, seed = await self._await(scope, gone=False, first=step == 0, showing=settling, then=then)
+            if not done:
                 break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
 
+    @staticmethod
+    def _r0(decide: Callable[[Observation], Decision]) -> io.ReadTopology | None:
+        """The read a pass starts with (R0), to be made at the end of a wait."""
+        first = decide(Observation()).action
+        return first if isinstance(first, io.ReadTopology) else None
+
     async def _await(
-        self, scope: io.Scope, *, gone: bool, first: bool, showing: tuple[AvailableReason, str]
-    ) -> bool:
+        self,
+        scope: io.Scope,
+        *,
+        gone: bool,
+        first: bool,
+        showing: tuple[AvailableReason, str],
+        then: io.ReadTopology | None = None,
+    ) -> tuple[bool, Observation | None]:
         """Wait in one activity for Octavia to settle the load balancer (or, `gone`, to delete it); True
-        when it did. The condition says what is awaited first (once per pass)."""
+        when it did, with `then` (R0) read once it had (PATCH_AWAIT_READS). The condition says what is
+        awaited first (once per pass)."""
         lb_id = self.k.load_balancer_id
         if lb_id is None or not workflow.patched(PATCH_AWAIT):
-            return False
+            return False, None
+        reads = then is not None and not gone and workflow.patched(PATCH_AWAIT_READS)
+        status: asyncio.Future[None] | None = None
         if first and self.st.desired is not None:
-            await self._publish(self.st.desired, [ConditionState.of(AVAILABLE, False, *showing)])
+            write = self._publish(self.st.desired, [ConditionState.of(AVAILABLE, False, *showing)])
+            if reads:
+                status = asyncio.ensure_future(write)  # beside the wait: one round trip fewer
+            else:
+                await write
+        wait = io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS)
+        what = f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} " + (
+            "to be gone" if gone else "to be ACTIVE"
+        )
+        timeout = timedelta(seconds=AWAIT_WITHIN_SECONDS + 30)
+        if reads:
+            assert then is not None
+            try:
+                awaited = await self.until_news(
+                    call(
+                        io.AWAIT_TOPOLOGY,
+                        io.AwaitTopology(wait=wait, read=then),
+                        summary=f"{what} (a read every 0.2 s), then R0: read its tree",
+                        timeout=timeout,
+                    )
+                )
+            finally:
+                if status is not None:
+                    await status
+            if awaited is None or not awaited.settled or awaited.topology is None:
+                return False, None  # news cut the wait short, or still PENDING: the loop takes over
+            self._note_found(then, awaited.topology.found)
+            return True, fold_topology(Observation(), awaited.topology)
         found = await self.until_news(
-            call(
-                io.AWAIT_LOAD_BALANCER,
-                io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS),
-                summary=f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} "
-                f"{'to be gone' if gone else 'to be ACTIVE'} (a read every 0.2 s)",
-                timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),
-            )
+            call(io.AWAIT_LOAD_BALANCER, wait, summary=f"{what} (a read every 0.2 s)", timeout=timeout)
         )
         if found is None:
-            return False  # news cut the wait short: the next pass runs at once
-        return not found if gone else bool(found) and found[0].provisioning_status in ("ACTIVE", "ERROR")
+            return False, None  # news cut the wait short: the next pass runs at once
+        settled = not found if gone else bool(found) and found[0].provisioning_status in ("ACTIVE", "ERROR")
+        return settled, None
 
     async def observe_import(self, spec: LoadBalancerSpec) -> Outcome:
         """O1…O4 then OL1…OL3 (workflows/observe_import.py): one read of the imported load balancer, mirrored;
@@ -235,7 +281,11 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         going = AvailableReason.DEPROVISIONING, DEPROVISIONING_MESSAGE
         # D3 sent the cascade, D4 found it going: wait for it to be gone (that read is D1's confirmation).
         waitable = d.rule in ("D3", "D4")
-        if scope is not None and waitable and await self._await(scope, gone=True, first=True, showing=going):
+        if (
+            scope is not None
+            and waitable
+            and (await self._await(scope, gone=True, first=True, showing=going))[0]
+        ):
             self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
             return None
         return self._requeue(d, mutated, AvailableReason.DEPROVISIONING, DEPROVISIONING_MESSAGE)
@@ -267,10 +317,12 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         )
 
     # ----- executing decisions ------------------------------------------------------------------------
-    async def _run_pass(self, decide: Callable[[Observation], Decision]) -> Decision:
+    async def _run_pass(
+        self, decide: Callable[[Observation], Decision], seed: Observation | None = None
+    ) -> Decision:
         """Ask, execute, fold in, ask again; returns the decision that ends the pass (its mutation sent).
-        Raises the consistency error a Fail decision carries."""
-        obs = Observation()
+        `seed`: what the last wait already read (R0). Raises the consistency error a Fail decision carries."""
+        obs = seed or Observation()
         while True:
             d = decide(obs)
             self.set_step(d.step)
@@ -301,16 +353,20 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         a = d.action
         read = await self._read(obs, d, _call)
         if read is not None:
-            found_lb = isinstance(a, io.FindLoadBalancer | io.ReadTopology)
-            if found_lb and read.found is not None and len(read.found) == 1:
-                self.k.realised = True
-                self.k.load_balancer_id, self.k.vip_address = read.found[0].id, read.found[0].vip_address
+            if read.found is not None:
+                self._note_found(a, list(read.found))
             return read
         if isinstance(a, io.DeleteFloatingIp):
             await call(io.DELETE_FLOATING_IP, a, summary=d.step)
             return obs.without_floating_ip(a.id)
         assert isinstance(a, io.CreateFloatingIp), a
         return obs.with_floating_ip(await call(io.CREATE_FLOATING_IP, a, summary=d.step))
+
+    def _note_found(self, read: object, found: list[io.LoadBalancerView]) -> None:
+        """A lookup that found our one load balancer: it exists, with this ID and VIP."""
+        if isinstance(read, io.FindLoadBalancer | io.ReadTopology) and len(found) == 1:
+            self.k.realised = True
+            self.k.load_balancer_id, self.k.vip_address = found[0].id, found[0].vip_address
 
     @staticmethod
     async def _read(obs: Observation, d: Decision, read: Reader) -> Observation | None:

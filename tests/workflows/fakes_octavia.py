@@ -153,6 +153,14 @@ class FakeOctavia:
                     break
             return found
 
+        @activity.defn(name=io.AWAIT_TOPOLOGY.name)
+        async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
+            """The real activity's composition (each part still recorded by its own name)."""
+            found = await await_load_balancer(req.wait)
+            if not settled(found, req.wait.gone):
+                return io.AwaitedTopology(settled=False, found=found)
+            return io.AwaitedTopology(settled=True, found=found, topology=await read_topology(req.read))
+
         @activity.defn(name=io.FIND_IMPORTED_LOAD_BALANCER.name)
         async def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.LoadBalancerView]:
             o._record(io.FIND_IMPORTED_LOAD_BALANCER.name, req.scope)
@@ -379,6 +387,7 @@ class FakeOctavia:
         return [
             read_topology,
             await_load_balancer,
+            await_topology,
             find_load_balancer,
             find_imported_load_balancer,
             create_load_balancer,

@@ -151,6 +151,27 @@ async def test_P3_pending_is_waited_out_inside_one_activity_per_mutation(env: En
     assert (await env.h.state(env.h.started[-1])).passes == 1
 
 
+async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_same_activity(
+    env: Env,
+) -> None:
+    """One activity per step: the wait after a mutation reads the tree (R0) once Octavia settled it, so no
+    separate read follows it (before: a wait, then a read; two round trips per step)."""
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    assert no_errors(env)
+    events = (await current_run(env.h.env.client, env.h.started[-1].id)).events
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    mutations = [m for m in env.o.mutations() if m.startswith("octavia.")]
+    assert len(mutations) >= 4  # the load balancer, a pool, a listener, the members at least
+    assert scheduled.count(io.AWAIT_TOPOLOGY.name) == len(mutations)
+    assert scheduled.count(io.READ_TOPOLOGY.name) == 1  # only the pass's first R0
+    assert io.AWAIT_LOAD_BALANCER.name not in scheduled
+
+
 @pytest.mark.parametrize(
     ("step", "change", "check"),
     [
@@ -358,7 +379,10 @@ async def test_web_ui_timeline_reads_as_sentences(env: Env) -> None:
     assert (texts[0] or "").startswith("check the tenancy mapping allows project")  # before any cloud call
     assert texts[1] == f"R0: read load balancer {lb} with its listeners, pools, monitors and members"
     assert texts[-1] == "remove finalizer octavia.osh.openstack.org/finalizer"
-    assert f"wait for Octavia: load balancer {lb} to be ACTIVE (a read every 0.2 s)" in texts
+    assert (
+        f"wait for Octavia: load balancer {lb} to be ACTIVE (a read every 0.2 s), then R0: read its tree"
+        in texts
+    )
     assert f"P7c: replace the members of pool {env.name('http', 'pool')} with 2 member(s)" in texts
     assert f"wait for Octavia: load balancer {lb} to be gone (a read every 0.2 s)" in texts
     assert f"re-check: D4: waiting for load balancer {lb} to go (PENDING_DELETE)" in texts
