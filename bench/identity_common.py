@@ -120,7 +120,7 @@ def osprov_via_proxy(
             "OS_CLIENT_CONFIG_FILE": str(path),
             "OSPROV_ACTIVITY_THREADS": str(threads),
             "OSPROV_LOG_LEVEL": "WARNING",
-        } | {k: v for k, v in os.environ.items() if k == "OSPROV_WORKFLOW_RUNNER"}
+        } | {k: v for k, v in os.environ.items() if k in ("OSPROV_WORKFLOW_RUNNER", "OSPROV_WORKFLOW_CACHE")}
         runner = cast(
             Generator[Osprov], run_osprov(env, Path(tmp), resync_seconds=resync_seconds, extra_env=extra)
         )
@@ -169,6 +169,15 @@ def service_cpu(name: str) -> float:
 def worker_cpu(osprov: Osprov) -> float:
     assert osprov.worker.popen is not None
     return cpu_seconds(osprov.worker.popen.pid)
+
+
+def worker_peak_rss_mib(osprov: Osprov) -> float:
+    """The worker's peak resident memory (VmHWM): what its workflow cache and activities cost."""
+    assert osprov.worker.popen is not None
+    for line in Path(f"/proc/{osprov.worker.popen.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def ours(workflow_id: str, namespace: str) -> bool:

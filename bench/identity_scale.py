@@ -12,6 +12,7 @@ one create per object — serially with openstacksdk, in the same run, on other 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ from bench.identity_common import (
     suffix,
     wait,
     worker_cpu,
+    worker_peak_rss_mib,
 )
 from bench.report import Figure, print_figures
 from osprov.api.registry import kind_info
@@ -68,6 +70,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         cpu = worker_cpu(osprov) - cpu0
         temporal = service_cpu("temporal") - temporal0
         requests = proxy.connections_seen - requests0
+        peak_rss = worker_peak_rss_mib(osprov)
         workflows, events, _ = history_stats(env, osprov.namespace, set())
     return elapsed, {
         "applying alone s": round(applied),
@@ -77,6 +80,9 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         "worker CPU s": round(cpu),
         "worker CPU ms per resource": round(1000 * cpu / count),
         "Temporal dev server CPU s": round(temporal),
+        "worker peak RSS MiB": round(peak_rss),
+        "workflows": workflows,
+        "worker workflow cache": int(os.environ.get("OSPROV_WORKFLOW_CACHE", "10000")),
     }
 
 

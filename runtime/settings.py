@@ -41,6 +41,10 @@ class Settings:
     approval_namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_APPROVAL_NAMESPACES", ""))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
+    # Workflows the worker keeps in memory between their tasks. One evicted is replayed from its whole
+    # history at its next task, so it should hold every live workflow: two per Keystone resource, one per
+    # other resource, one sweep (docs/benchmarks.md measures the memory it costs).
+    workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "10000")))
     # How workflow code runs (docs/benchmarks.md measures each): "passthrough" = Temporal's sandbox, with
     # osprov's own modules imported once instead of once per workflow run; "sandbox" = the sandbox
     # re-importing them per run; "none" = no sandbox.

@@ -42,6 +42,7 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         activities=ACTIVITIES,
         activity_executor=executor,
         max_concurrent_activities=settings.activity_threads,
+        max_cached_workflows=settings.workflow_cache,
         interceptors=[LogContextInterceptor()],
         graceful_shutdown_timeout=timedelta(seconds=20),
         # A workflow's next task goes to the worker that has it cached; if that worker died, the task moves

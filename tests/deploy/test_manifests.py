@@ -69,6 +69,7 @@ def test_compose_has_the_services_and_wiring() -> None:
 # Variables only one of the two programs reads.
 WORKER_ONLY = {
     "OSPROV_ACTIVITY_THREADS",
+    "OSPROV_WORKFLOW_CACHE",
     "OSPROV_WORKER_HEARTBEAT_SECONDS",
     "OSPROV_WORKFLOW_RUNNER",
     "OSPROV_INVENTORY_CONFIG",
