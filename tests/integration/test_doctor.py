@@ -229,7 +229,9 @@ def test_doctor_text_report_prints_the_fix_and_exits_non_zero(
 def test_doctor_interrupted_while_booting_deletes_its_throwaways(
     full_stack: StackEnv, admin: openstack.connection.Connection, tenant: Tenant
 ) -> None:
-    with slow_spawn(30.0):  # the throwaway server boots for 30 s: Ctrl-C lands in the boot wait
+    # The throwaway server boots for 60 s: Ctrl-C lands in the boot wait. (With 30 s, one CI run under load
+    # saw the doctor finish every check before the test's listing showed the server.)
+    with slow_spawn(60.0):
         proc = subprocess.Popen(
             [sys.executable, "-m", "osprov", "doctor", "--identity-cloud", IDENTITY_CLOUD],
             env=doctor_env(full_stack, tenant),
@@ -248,6 +250,7 @@ def test_doctor_interrupted_while_booting_deletes_its_throwaways(
                 "the doctor's throwaway server exists",
                 120,
             )
+            assert proc.poll() is None, "the doctor finished before the test saw its server booting"
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=300)
         finally:
