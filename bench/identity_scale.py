@@ -82,7 +82,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         "Temporal dev server CPU s": round(temporal),
         "worker peak RSS MiB": round(peak_rss),
         "workflows": workflows,
-        "worker workflow cache": int(os.environ.get("OSPROV_WORKFLOW_CACHE", "10000")),
+        "worker workflow cache": int(os.environ.get("OSPROV_WORKFLOW_CACHE", "1000")),
     }
 
 

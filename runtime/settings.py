@@ -41,10 +41,10 @@ class Settings:
     approval_namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_APPROVAL_NAMESPACES", ""))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
-    # Workflows the worker keeps in memory between their tasks. One evicted is replayed from its whole
-    # history at its next task, so it should hold every live workflow: two per Keystone resource, one per
-    # other resource, one sweep (docs/benchmarks.md measures the memory it costs).
-    workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "10000")))
+    # Workflows the worker keeps in memory between their tasks (Temporal's default, 1,000). One evicted is
+    # replayed from its history at its next task: cheap for osprov's short histories, while each cached
+    # workflow costs up to ~0.19 MiB (docs/benchmarks.md, P3), so the default fits the pod's 1 GiB limit.
+    workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "1000")))
     # How workflow code runs (docs/benchmarks.md measures each): "passthrough" = Temporal's sandbox, with
     # osprov's own modules imported once instead of once per workflow run; "sandbox" = the sandbox
     # re-importing them per run; "none" = no sandbox.
