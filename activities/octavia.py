@@ -173,10 +173,9 @@ async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancer
 async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
     """The wait for Octavia, then, once it settled, the next pass's R0 read (by exact name, as a pass
     starts) in the same activity."""
-    found = await await_load_balancer(req.wait)
-    if not settled(found, req.wait.gone):
-        return io.AwaitedTopology(settled=False, found=found)
-    return io.AwaitedTopology(settled=True, found=found, topology=await read_topology(req.read))
+    if not settled(await await_load_balancer(req.wait), req.wait.gone):
+        return io.AwaitedTopology()
+    return io.AwaitedTopology(topology=await read_topology(req.read))
 
 
 @implements(io.CREATE_LOAD_BALANCER)

@@ -163,10 +163,8 @@ class AwaitTopology(_Model):
 
 
 class AwaitedTopology(_Model):
-    """Whether the wait ended with Octavia settled; if so, what R0 read then (else None)."""
+    """What R0 read once Octavia settled the load balancer; None: it did not settle within the wait."""
 
-    settled: bool
-    found: list[LoadBalancerView]
     topology: Topology | None = None
 
 

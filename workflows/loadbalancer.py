@@ -222,7 +222,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             finally:
                 if status is not None:
                     await status
-            if awaited is None or not awaited.settled or awaited.topology is None:
+            if awaited is None or awaited.topology is None:
                 return False, None  # news cut the wait short, or still PENDING: the loop takes over
             self._note_found(then, awaited.topology.found)
             return True, fold_topology(Observation(), awaited.topology)

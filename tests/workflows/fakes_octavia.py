@@ -156,10 +156,9 @@ class FakeOctavia:
         @activity.defn(name=io.AWAIT_TOPOLOGY.name)
         async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
             """The real activity's composition (each part still recorded by its own name)."""
-            found = await await_load_balancer(req.wait)
-            if not settled(found, req.wait.gone):
-                return io.AwaitedTopology(settled=False, found=found)
-            return io.AwaitedTopology(settled=True, found=found, topology=await read_topology(req.read))
+            if not settled(await await_load_balancer(req.wait), req.wait.gone):
+                return io.AwaitedTopology()
+            return io.AwaitedTopology(topology=await read_topology(req.read))
 
         @activity.defn(name=io.FIND_IMPORTED_LOAD_BALANCER.name)
         async def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.LoadBalancerView]:
