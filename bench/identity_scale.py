@@ -12,7 +12,6 @@ one create per object — serially with openstacksdk, in the same run, on other 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
@@ -30,6 +29,7 @@ from bench.identity_common import (
 )
 from bench.report import Figure, print_figures
 from osprov.api.registry import kind_info
+from osprov.runtime.settings import Settings
 from tests.support.osprov import Osprov
 
 KINDS = ("Project", "Group")
@@ -82,7 +82,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         "Temporal dev server CPU s": round(temporal),
         "worker peak RSS MiB": round(peak_rss),
         "workflows": workflows,
-        "worker workflow cache": int(os.environ.get("OSPROV_WORKFLOW_CACHE", "1000")),
+        "worker workflow cache": Settings().workflow_cache,  # the worker's, from the same environment
     }
 
 

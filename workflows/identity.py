@@ -105,14 +105,8 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
         if k.project_id is not None and k.domain is not None:
             project = io.ProjectInfo(id=k.project_id, name=object_name(ref.uid), domain=k.domain)
         common = {"identity_uid": ref.uid, "seq": seq, "backed": project is not None, "project": project}
-        if k.current is not None and project is not None and k.secret_name is not None:
-            credential = io.Credential(
-                identity=ref.name,
-                namespace=ref.namespace,
-                secret=k.secret_name,
-                version=k.current.secret_version,
-                project_id=project.id,
-            )
+        credential = self._published() if project is not None else None
+        if credential is not None:
             return io.IdentityAnswer(outcome="ready", message="", credential=credential, **common)
         return io.IdentityAnswer(
             outcome="pending", message=f"Identity {ref.name} is not ready: {pending}", **common
@@ -306,20 +300,28 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
             return False
         return k.project_id is not None and workflow.patched(PATCH_KEYPAIR)
 
-    async def _delete_keypair(self, step: str) -> None:
+    def _published(self) -> io.Credential | None:
+        """The published credential, by reference (its Secret's name and version, never its value)."""
         k, ref = self.k, self.st.ref
-        assert k.current is not None and k.secret_name is not None and k.project_id is not None
-        credential = io.Credential(
+        if k.current is None or k.secret_name is None or k.project_id is None:
+            return None
+        return io.Credential(
             identity=ref.name,
             namespace=ref.namespace,
             secret=k.secret_name,
             version=k.current.secret_version,
             project_id=k.project_id,
         )
+
+    async def _delete_keypair(self, step: str) -> None:
+        credential = self._published()
+        assert credential is not None
         await call(
-            io.DELETE_KEYPAIR, io.DeleteKeypair(credential=credential, identity_uid=ref.uid), summary=step
+            io.DELETE_KEYPAIR,
+            io.DeleteKeypair(credential=credential, identity_uid=self.st.ref.uid),
+            summary=step,
         )
-        k.keypair_deleted = True
+        self.k.keypair_deleted = True
 
     async def _revoke(self, record: IssuedRecord, step: str) -> None:
         k = self.k

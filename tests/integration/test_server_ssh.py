@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import email
 import email.message
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from devenv.testing import StackEnv
 from osprov.activities.nova_ssh import CA_KEYS_PATH, SSH_CA_FILE_ENV
 from osprov.api.identity import keypair_name
 from tests.support.osprov import Osprov, ensure_crd, run_osprov
+from tests.support.tenants import tenant_domain
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.fullstack]
@@ -58,11 +58,7 @@ CA_KEY = public_key("ops-ca")
 
 @pytest.fixture(scope="module")
 def domain(admin: openstack.connection.Connection) -> Iterator[Any]:
-    ident: Any = admin.identity
-    made = ident.create_domain(name=f"ssh-{uuid.uuid4().hex[:8]}", enabled=True)
-    yield made
-    ident.update_domain(made, enabled=False)
-    ident.delete_domain(made, ignore_missing=True)
+    yield from tenant_domain(admin)
 
 
 @pytest.fixture(scope="module")
