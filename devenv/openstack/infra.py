@@ -105,6 +105,8 @@ def _rabbit_env() -> dict[str, str]:
     return {
         "HOME": str(base),  # the Erlang cookie lives here, not in root's home
         "ERL_EPMD_PORT": str(PORTS.epmd),
+        # A failed boot writes erl_crash.dump into the cwd (once, into the repository); keep it with the stack.
+        "ERL_CRASH_DUMP": str(base / "erl_crash.dump"),
         "RABBITMQ_NODENAME": "osprov@localhost",
         "RABBITMQ_NODE_IP_ADDRESS": HOST,
         "RABBITMQ_NODE_PORT": str(PORTS.rabbitmq),
