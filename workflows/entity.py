@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.metrics import RECONCILES
     from osprov.api.operations import PLAN, UPDATE_APPROVE, EventNote
     from osprov.api.plan import UPDATE_PLAN, Plan
+    from osprov.workflows import patches
     from osprov.workflows.approval import Gate
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.event_recorder import note
@@ -571,7 +572,7 @@ class Entity(Generic[SpecT, KindT]):
     ) -> WriteResult:
         """Status and finalizer writes are one idempotent PATCH each (preconditioned on the UID): local
         activities, with no task-queue round trip. Runs started before that keep scheduling them."""
-        if workflow.patched(PATCH_LOCAL_KUBE_WRITES):
+        if patches.patched(PATCH_LOCAL_KUBE_WRITES):
             return await call_local(contract, arg, summary=summary)
         return await call(contract, arg, summary=summary)
 

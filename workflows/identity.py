@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.ownership import Desired, ObjectKey, ObjectResult
     from osprov.api.registry import READY
     from osprov.api.state import IdentityState, IssuedRecord
+    from osprov.workflows import patches
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, Outcome, PassFailed, StatusBase, failure_message
     from osprov.workflows.identity_decisions import (
@@ -298,7 +299,7 @@ class IdentityWorkflow(KeystoneEntity[IdentitySpec, IdentityState]):
         k = self.k
         if not spec.ssh_public_key or k.keypair_deleted or k.current is None or k.secret_name is None:
             return False
-        return k.project_id is not None and workflow.patched(PATCH_KEYPAIR)
+        return k.project_id is not None and patches.patched(PATCH_KEYPAIR)
 
     def _published(self) -> io.Credential | None:
         """The published credential, by reference (its Secret's name and version, never its value)."""

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.octavia import LoadBalancerSpec, LoadBalancerStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import LoadBalancerState
+    from osprov.workflows import patches
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
@@ -142,7 +143,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         )
 
     def observes(self) -> bool:
-        return workflow.patched(PATCH_OBSERVE)
+        return patches.patched(PATCH_OBSERVE)
 
     # ----- the passes ---------------------------------------------------------------------------------
     async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
@@ -150,7 +151,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             return await self.observe_import(spec)
         uid = self.st.ref.uid
         scope = _scope(await self.where(spec, deleting=False))
-        at_once = workflow.patched(PATCH_READ_AT_ONCE)
+        at_once = patches.patched(PATCH_READ_AT_ONCE)
 
         def decide(obs: Observation) -> Decision:
             return converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
@@ -193,9 +194,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         when it did, with `then` (R0) read once it had (PATCH_AWAIT_READS). The condition says what is
         awaited first (once per pass)."""
         lb_id = self.k.load_balancer_id
-        if lb_id is None or not workflow.patched(PATCH_AWAIT):
+        if lb_id is None or not patches.patched(PATCH_AWAIT):
             return False, None
-        reads = then is not None and not gone and workflow.patched(PATCH_AWAIT_READS)
+        reads = then is not None and not gone and patches.patched(PATCH_AWAIT_READS)
         status: asyncio.Future[None] | None = None
         if first and self.st.desired is not None:
             write = self._publish(self.st.desired, [ConditionState.of(AVAILABLE, False, *showing)])
@@ -270,7 +271,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 self.k.load_balancer_id = self.k.vip_address = self.k.public_ip = None
                 return None
             scope = _scope(where)
-        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+        if not patches.patched(PATCH_FINALIZE_REQUEUE):
             await self._finalize_in_one_pass(spec, scope)
             return None
         d = await self._run_pass(lambda obs: delete(spec, self.st.ref.uid, self.k.realised, obs, scope))
@@ -413,7 +414,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         if spec.unmanaged:
             return "managementPolicy unmanaged: the load balancer is only observed, never written"
         scope = _scope(await self.plan_where(spec))
-        uid, obs, at_once = self.st.ref.uid, Observation(), workflow.patched(PATCH_READ_AT_ONCE)
+        uid, obs, at_once = self.st.ref.uid, Observation(), patches.patched(PATCH_READ_AT_ONCE)
         while True:
             d = converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
             a = d.action

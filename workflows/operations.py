@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         is_paused,
     )
     from osprov.api.registry import KindInfo
+    from osprov.workflows import patches
     from osprov.workflows.calls import call_local
     from osprov.workflows.event_recorder import decide, note, transition
 
@@ -123,7 +124,7 @@ class Ops:
     def enabled(self) -> bool:
         s = self.s
         if not s.events and (
-            workflow.patched(EVENTS_PATCH) or workflow.patched(f"{EVENTS_PATCH}@{self.e.st.passes}")
+            patches.patched(EVENTS_PATCH) or workflow.patched(f"{EVENTS_PATCH}@{self.e.st.passes}")
         ):
             s.events = True
         return s.events

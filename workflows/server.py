@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.nova import HEALTHY, HealthyReason, RebuildState, ServerPhase, ServerSpec, ServerStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import ServerState
-    from osprov.workflows import server_plan
+    from osprov.workflows import patches, server_plan
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase, error_type, failure_message
     from osprov.workflows.event_recorder import note
@@ -203,11 +203,11 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         super().set_step(step)
 
     def observes(self) -> bool:
-        return workflow.patched(PATCH_OBSERVE)
+        return patches.patched(PATCH_OBSERVE)
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
         """OsprovRebuild = the marker's state, so `OsprovRebuild = 'Failed'` lists parked rebuilds."""
-        if not workflow.patched(PATCH_REBUILD_ATTRIBUTE):  # runs started before it: no such upsert
+        if not patches.patched(PATCH_REBUILD_ATTRIBUTE):  # runs started before it: no such upsert
             return []
         m = self.k.rebuild
         return [sa.REBUILD.value_set(str(m.state.value)) if m else sa.REBUILD.value_unset()]
@@ -254,12 +254,12 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         if not obs.launched and obs.ref == spec.image_id:
             self.set_step("waiting for ACTIVE (first boot)")
             message = f"server {read.id} is {read.status}; waiting for its first boot"
-            if read.status == "BUILD" and workflow.patched(PATCH_BAREMETAL):
+            if read.status == "BUILD" and patches.patched(PATCH_BAREMETAL):
                 message = await self.baremetal_phase(spec, read, message)
             booting = self.provisioning(message, health)
             return await self.settle(project, booting)
         await self.ensure_metadata(spec, project, read)
-        if workflow.patched(PATCH_RESIZE):
+        if patches.patched(PATCH_RESIZE):
             resized = await resize_step(self, spec, project, read, health)
             if resized is not None:
                 return resized
@@ -297,7 +297,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
     async def check_image(self, spec: ServerSpec) -> None:
         """Before any Nova call: the image is one the region inventory offers (each image once: a server
         keeps running an image that is withdrawn later; a new target is checked before it is rebuilt to)."""
-        if not workflow.patched(PATCH_IMAGE_CHECK) or self.k.offered_image == spec.image_id:
+        if not patches.patched(PATCH_IMAGE_CHECK) or self.k.offered_image == spec.image_id:
             return
         offer = await call_local(
             inventory_io.OFFERED_IMAGE,
@@ -486,7 +486,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         if act is Action.PARK:
             self.k.parked = True
             return Outcome(conditions=[available(False, AvailableReason.ERRORED, PARK_MESSAGE), health])
-        if act is Action.ARM and workflow.patched(PATCH_SUBMIT_AFTER_ARM):
+        if act is Action.ARM and patches.patched(PATCH_SUBMIT_AFTER_ARM):
             then = reconcile_pass(self.k.rebuild, obs, spec.image_id)
             if then.action is Action.SUBMIT:
                 return await self.submit_armed(project, spec.image_id, health, decision.step, then)
@@ -561,7 +561,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         first). Settled: the next pass (a fresh read, the rules decide) follows at once; else the loop's
         growing timer, as before. Never used between arm and submit, nor for the protocol's own re-checks."""
         server_id = self.k.server_id
-        if server_id is None or not workflow.patched(PATCH_AWAIT):
+        if server_id is None or not patches.patched(PATCH_AWAIT):
             return waiting
         if self.st.desired is not None:
             await self._publish(self.st.desired, waiting.conditions)
@@ -580,7 +580,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         if found is None or not io.settled(found, busy):  # news cut it short, or Nova is still busy
             return waiting
         self.k.waits = 0
-        if found.server is not None and workflow.patched(PATCH_SETTLED_READ):
+        if found.server is not None and patches.patched(PATCH_SETTLED_READ):
             self.settled_read = found.server  # reconcile runs the next pass now, from this read
         return waiting.model_copy(update={"requeue_after": NEXT_PASS_SECONDS})
 
@@ -617,7 +617,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         project = await self.project(spec, deleting=True)
         if project is None:  # its Identity is gone or never got a project: no server can exist
             return None
-        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+        if not patches.patched(PATCH_FINALIZE_REQUEUE):
             await self._finalize_polling(project)
             return None
         name = self.server_name()
@@ -665,7 +665,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         for server in found:
             while await self.get(project, server.id) is not None:
                 self.set_step(f"waiting for server {server.id} to be gone")
-                if not announced and self.st.desired is not None and workflow.patched(PATCH_PHASE_DELETING):
+                if not announced and self.st.desired is not None and patches.patched(PATCH_PHASE_DELETING):
                     # Nova deletes asynchronously: show what the finalizer waits for (Phase Deleting).
                     announced = True
                     self.k.phase = ServerPhase.DELETING

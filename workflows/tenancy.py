@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.identity_io import Credential
     from osprov.api.messages import workflow_id
     from osprov.api.state import CloudKindState, TenancyState
+    from osprov.workflows import patches
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import Entity, PassFailed
     from osprov.workflows.plan import PlanStopped
@@ -89,7 +90,7 @@ class CloudEntity(Entity[CloudSpecT, CloudKindT]):
         """Whether this run checks the tenancy mapping (True from its first pass run by this code)."""
         t = self.tenancy
         if not t.enforced and (
-            workflow.patched(PATCH_TENANCY) or workflow.patched(f"{PATCH_TENANCY}@{self.st.passes}")
+            patches.patched(PATCH_TENANCY) or workflow.patched(f"{PATCH_TENANCY}@{self.st.passes}")
         ):
             t.enforced = True
         return t.enforced

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.messages import ConditionState, EntityInput
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import VolumeState
+    from osprov.workflows import patches
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
@@ -118,13 +119,13 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             name=io.volume_name(ref.uid),
             system=system,
             scope=scope,
-            check_class=workflow.patched(PATCH_CLASS_CHECK),
+            check_class=patches.patched(PATCH_CLASS_CHECK),
             volume_known=self.k.volume_id is not None,
-            extends=workflow.patched(PATCH_EXTEND),
+            extends=patches.patched(PATCH_EXTEND),
         )
 
     def observes(self) -> bool:
-        return workflow.patched(PATCH_OBSERVE)
+        return patches.patched(PATCH_OBSERVE)
 
     def status(self, base: StatusBase) -> VolumeStatus:
         return VolumeStatus(**base, volume_id=self.k.volume_id, size=self.k.size)
@@ -229,7 +230,7 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             d = await self._run_pass(lambda obs: observe_import(spec, target, obs))
         else:
             d = await self._run_pass(lambda obs: create(spec, target, full, obs))
-        if isinstance(d.action, Wait) and d.observed is not None and workflow.patched(PATCH_AWAIT):  # S3
+        if isinstance(d.action, Wait) and d.observed is not None and patches.patched(PATCH_AWAIT):  # S3
             waiting = _available(False, AvailableReason.PROVISIONING, d.action.message)
             settled = await self._await(target, d.observed.id, gone=False, showing=waiting)
             if settled is not None and settled.volumes:
@@ -284,14 +285,14 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
         if where is None:  # its Identity is gone or never got a project: no volume can exist
             return None
         target = self.target(where)
-        if not workflow.patched(PATCH_FINALIZE_REQUEUE):
+        if not patches.patched(PATCH_FINALIZE_REQUEUE):
             await self._finalize_polling(spec, target)
             return None
         d = await self._run_pass(lambda obs: delete(spec, target, obs))
         if isinstance(d.action, Done):  # D1, D2
             return None
         waiting_on = self._waited_volume()
-        if d.rule in ("D3", "D6") and waiting_on is not None and workflow.patched(PATCH_AWAIT):
+        if d.rule in ("D3", "D6") and waiting_on is not None and patches.patched(PATCH_AWAIT):
             waiting = _available(False, AvailableReason.DEPROVISIONING, DELETE_WAIT)
             gone = await self._await(target, waiting_on, gone=True, showing=waiting)
             if gone is not None and (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -18,6 +19,7 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():  # the sandbox re-imports this module for DomainRelease01
     from osprov.api import keystone_io as io
     from osprov.api.messages import EntityInput, ResourceChange, parse_workflow_id
+    from osprov.workflows import patches
     from osprov.workflows.all import WORKFLOWS
     from osprov.workflows.keystone.domain import DomainWorkflow
     from tests.workflows.fakes import FakeCloud
@@ -35,11 +37,13 @@ class DomainRelease01(DomainWorkflow):
 
 
 async def test_a_running_0_1_workflow_switches_to_claims_at_its_next_live_pass(
-    tenv: WorkflowEnvironment,
+    tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cloud, queue = FakeCloud(), f"q-{uuid.uuid4()}"
     h = Harness(tenv, cloud, queue)
     old = [DomainRelease01 if w is DomainWorkflow else w for w in WORKFLOWS]
+    # Nor did it know the release marker (workflows/patches.py): A asks for each patch by itself.
+    monkeypatch.setattr(patches, "IN_RELEASE", frozenset())
     # Worker A keeps no cache, so no sticky queue of it outlives it: B's first task replays all of A's history.
     async with Worker(
         tenv.client, task_queue=queue, workflows=old, activities=cloud.activities(), max_cached_workflows=0
@@ -47,6 +51,7 @@ async def test_a_running_0_1_workflow_switches_to_claims_at_its_next_live_pass(
         wf = await h.apply("Domain", {"name": "d", "description": "first"}, config=CONFIG)
         await eventually(lambda: bool(cloud.statuses), "0.1 created the domain")
         assert cloud.count(io.CREATE.name) == 1 and not cloud.object_workflows
+    monkeypatch.undo()
     # Worker B caches as production does: with no cache, every task evicted the run while its local
     # activities (claims, status writes) were still in flight, and on a loaded machine (CI) the run never
     # got past them.

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.ownership import Claim, Claimant, Desired, ObjectKey, ObjectResult, Release
     from osprov.api.registry import READY
     from osprov.api.state import ClaimsState, KeystoneState
+    from osprov.workflows import patches
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import Entity, KindT, Outcome, PassFailed, SpecT, StatusBase
     from osprov.workflows.event_recorder import note
@@ -82,7 +83,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         to every pass, so it is True exactly from the first pass this code executes live."""
         k = self.claim_state
         if not k.upgraded and (
-            workflow.patched(OWNERSHIP_PATCH) or workflow.patched(f"{OWNERSHIP_PATCH}@{self.st.passes}")
+            patches.patched(OWNERSHIP_PATCH) or workflow.patched(f"{OWNERSHIP_PATCH}@{self.st.passes}")
         ):
             k.upgraded = True
         return k.upgraded
@@ -97,14 +98,14 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         """A converged resource has no resync timer of its own: its objects report to the Keystone sweep,
         which wakes them on drift, and their answers arrive unasked when they change. Runs that began
         before the sweep (and the legacy passes) keep their periodic claims."""
-        return not (self.claim_state.upgraded and workflow.patched(sweep.PATCH))
+        return not (self.claim_state.upgraded and patches.patched(sweep.PATCH))
 
     async def on_hold(self) -> None:
         """Paused: its objects stop being woken by the sweep for it (no drift repair while an operator
         works by hand). A signal to each running object's workflow, no cloud call; the full pass after
         the pause claims again, which lifts the hold."""
         k = self.claim_state
-        if k.held or not k.claimed or not k.upgraded or not workflow.patched(sweep.PATCH):
+        if k.held or not k.claimed or not k.upgraded or not patches.patched(sweep.PATCH):
             return
         k.held = True
         hold = sweep.Hold(claimant=workflow.info().workflow_id)

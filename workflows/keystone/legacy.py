@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.kube_io import SecretKey
     from osprov.api.messages import ConditionState
     from osprov.api.registry import READY
+    from osprov.workflows import patches
     from osprov.workflows.calls import call
     from osprov.workflows.entity import Outcome, PassFailed
 
@@ -225,7 +226,7 @@ async def _role_assignment(wf: KeystoneEntity[Any, Any], spec: RoleAssignmentSpe
         previous
         and previous != grant
         and wf.wants_finalizer(spec)
-        and workflow.patched("revoke-superseded-grant")
+        and patches.patched("revoke-superseded-grant")
     ):
         await call(io.REVOKE_GRANT, previous, summary="revoke the superseded grant")
     return ready(message)
@@ -244,7 +245,7 @@ async def finalize(wf: KeystoneEntity[Any, Any], spec: Any) -> None:
             await call(io.DELETE, io.Delete(kind="endpoint", id=endpoint_id), summary="delete endpoint")
         return
     stored = wf.k.id
-    disable = isinstance(spec, DomainSpec) and stored and workflow.patched("domain-disable-before-delete")
+    disable = isinstance(spec, DomainSpec) and stored and patches.patched("domain-disable-before-delete")
     if disable and await find("domain", id=stored):
         await call(
             io.UPDATE, io.Update(kind="domain", id=stored, fields={"enabled": False}), summary="disable"

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.keystone_io import Probe
     from osprov.api.ownership import Claim, ObjectKey, ObjectResult, ObjectState, ParentReady, Release, Watch
     from osprov.api.sweep import Forget, Report, Swept
+    from osprov.workflows import patches
     from osprov.workflows.calls import call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
     from osprov.workflows.keystone import actuators as act
@@ -43,6 +44,9 @@ PARENT_ANSWER_TIMEOUT = timedelta(seconds=30)
 # An absent object that dependents wait for is re-checked on this backoff, in case it is created outside
 # osprov (osprov's own creates wake the dependents at once).
 ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
+# The parents' answers to a step's own watch end that step's wait; before, each answer also marked the
+# object dirty, so every new object ran a second step (one more Keystone read) right after its first.
+PATCH_ANSWER_ENDS_WAIT = "keystone-parent-answer-ends-wait"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -56,6 +60,7 @@ class KeystoneObjectWorkflow:
         self._new_watchers: list[str] = []  # answered at the next step (present or not)
         self._watching: set[str] = set()  # parents asked (this run) to tell us about themselves
         self._parent_answers: dict[str, ParentReady] = {}  # path -> a parent's latest answer
+        self._asking: set[str] = set()  # parents whose answer the running step waits for (and consumes)
         self._regroup = False  # a hold arrived: only the sweep report changes
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
@@ -132,7 +137,10 @@ class KeystoneObjectWorkflow:
                     s.parent_ids[field] = ready.id
                 else:
                     s.parent_ids.pop(field, None)
-        self._dirty = True
+        if (
+            ready.key.path not in self._asking
+        ):  # an answer the running step waits for needs no step of its own
+            self._dirty = True
 
     @property
     def heartbeat_timeout(self) -> timedelta | None:
@@ -253,7 +261,7 @@ class KeystoneObjectWorkflow:
             return  # nothing observed this step: the last report stands
         swept = self._swept(converger) if claimed and converger is not None else None
         fingerprint = sw.digest(swept.model_dump(mode="json")) if swept is not None else None
-        if fingerprint == s.swept or not workflow.patched(sw.PATCH):
+        if fingerprint == s.swept or not patches.patched(sw.PATCH):
             return
         if swept is not None:
             await call_local(
@@ -313,12 +321,17 @@ class KeystoneObjectWorkflow:
                 summary=f"ask {key} for its ID (and to wake this object when it exists)",
             )
         if asked:
-            with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(
-                    lambda: all(k.path in self._parent_answers for k in asked),
-                    timeout=PARENT_ANSWER_TIMEOUT,
-                    timeout_summary="wait for the dependencies to say whether they exist",
-                )
+            if patches.patched(PATCH_ANSWER_ENDS_WAIT):
+                self._asking = {k.path for k in asked}
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await workflow.wait_condition(
+                        lambda: all(k.path in self._parent_answers for k in asked),
+                        timeout=PARENT_ANSWER_TIMEOUT,
+                        timeout_summary="wait for the dependencies to say whether they exist",
+                    )
+            finally:
+                self._asking = set()
             missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
         if not missing:
             return True
