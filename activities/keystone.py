@@ -18,6 +18,7 @@ import requests
 from keystoneauth1 import exceptions as ksa_exceptions
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
+from temporalio import activity
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
@@ -133,7 +134,7 @@ def create(request: Create) -> KeystoneObject:
     what = _describe(request.find)
     with openstack_errors(f"create {what}"):
         conn = cloud.admin_connection()
-        existing = _find(conn, request.find)
+        existing = [] if request.absent and activity.info().attempt == 1 else _find(conn, request.find)
         if existing:
             return existing[0]
         try:

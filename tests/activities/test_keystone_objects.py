@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -154,6 +155,42 @@ def test_create_that_loses_a_race_adopts_the_winner_on_409(
         assert [d.id for d in admin.domains(name=name)] == [winner.id]
     finally:
         admin.delete_domain(winner.id, ignore_missing=True)
+
+
+def test_create_after_the_workflows_own_lookup_posts_at_once_and_a_retry_looks_first(
+    env: ActivityEnvironment,
+    admin: Identity,
+    monkeypatch: pytest.MonkeyPatch,
+    test_domain: str,
+    unique: str,
+) -> None:
+    """absent=True: the workflow's lookup just missed, so attempt 1 makes no second lookup (one Keystone
+    request fewer per new object); attempt 2 may follow an attempt whose POST succeeded, so it looks first
+    and returns that object instead of making a twin."""
+    real_find = keystone._find
+    lookups: list[Find] = []
+
+    def counted(conn: Any, find: Find) -> list[KeystoneObject]:
+        lookups.append(find)
+        return real_find(conn, find)
+
+    monkeypatch.setattr(keystone, "_find", counted)
+    name = f"absent-{unique}"
+    request = Create(
+        kind="project",
+        fields={"name": name, "domain_id": test_domain},
+        find=Find(kind="project", name=name, filters={"domain_id": test_domain}),
+        absent=True,
+    )
+    made = env.run(keystone.create, request)
+    assert lookups == []  # only the POST
+    assert [p.id for p in admin.projects(name=name, domain_id=test_domain)] == [made.id]
+
+    retry = ActivityEnvironment()
+    retry.info = dataclasses.replace(retry.info, attempt=2)  # the first attempt's answer was lost
+    again = retry.run(keystone.create, request)
+    assert again.id == made.id and len(lookups) == 1
+    assert [p.id for p in admin.projects(name=name, domain_id=test_domain)] == [made.id]
 
 
 def test_409_without_an_exact_match_is_a_conflict_error(

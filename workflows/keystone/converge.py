@@ -127,7 +127,7 @@ class Converger:
                 )
                 obj = await call(
                     io.CREATE,
-                    io.Create(kind=lookup.kind, fields=wanted, find=lookup),
+                    io.Create(kind=lookup.kind, fields=wanted, find=lookup, absent=True),  # _observe
                     summary=f"create {self.key}",
                 )
                 fields, object_id = dict(obj.fields), obj.id
