@@ -249,6 +249,7 @@ class FakeCloud:
             watch,
             ownership.release,
             ownership.unwatch,
+            ownership.answer,
             sweep_report,
             keystone_sweep.forget,
             scan,
