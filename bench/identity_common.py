@@ -160,10 +160,32 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime + cutime + cstime) / CLOCK_TICKS
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            if parent == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def service_cpu(name: str) -> float:
-    """CPU seconds of a local-stack service (e.g. "temporal", "keystone") from its recorded PID."""
+    """CPU seconds of a local-stack service (e.g. "temporal", "keystone") from its recorded PID, with its
+    running children (Keystone's uwsgi workers answer the requests, not its master)."""
     record = json.loads((stack_env().state_dir / "pids" / f"{name}.json").read_text())
-    return cpu_seconds(int(record["pid"]))
+    total, todo = 0.0, [int(record["pid"])]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            continue  # exited meanwhile
+        todo += _children(pid)
+    return total
 
 
 def worker_cpu(osprov: Osprov) -> float:

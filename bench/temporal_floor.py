@@ -108,7 +108,7 @@ def measure(count: int = 500) -> list[Figure]:
     tag = suffix()
     try:
         floor, extra = asyncio.run(run_floor_side(count, tag))
-        plain = run_plain_side(count, tag)
+        plain, _ = run_plain_side(count, tag)
     finally:
         cleanup_keystone(ks, tag)
     return [
