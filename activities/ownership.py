@@ -33,7 +33,7 @@ from osprov.activities.contract import implements, implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
-from osprov.api.ownership import Answer, Claim, ObjectKey, Policy, Release, Watch
+from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch
 
 # Built-in protections by object path (the bootstrap admin and the identity service's catalog entry).
 PROTECTED: dict[str, str] = {
@@ -108,25 +108,6 @@ async def unwatch(request: Watch) -> bool:
     return await _signal_if_running(request.keystone, request.key, "unwatch", request)
 
 
-@implements_async(own.ANSWER)
-async def answer(request: Answer) -> bool:
-    """Signal a claimant (its result) or a dependent (the parent's ID); False when that workflow is not
-    running, so the object drops it. Delivered at least once: both handlers ignore an answer they hold."""
-    signal, arg = (
-        (own.SIGNAL_OBJECT_RESULT, request.result)
-        if request.result is not None
-        else (own.SIGNAL_PARENT_READY, request.ready)
-    )
-    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(request.workflow_id)
-    try:
-        await handle.signal(signal, arg)
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise transient(f"cannot reach workflow {request.workflow_id}: {err.status.name}") from None
-    return True
-
-
 @functools.cache
 def _controller_paths(cloud_name: str, config_file: str | None) -> dict[str, str]:
     """Object paths of the controller's own user, project and domains (cached per credentials)."""
@@ -188,4 +169,4 @@ def policy(request: ObjectKey) -> Policy:
     return policy_for(request, controller_paths())
 
 
-ACTIVITIES = [claim, watch, release, unwatch, answer, policy]
+ACTIVITIES = [claim, watch, release, unwatch, policy]

@@ -218,20 +218,9 @@ class ObjectInput(_Frozen):
     carried: ObjectState | None = None
 
 
-class Answer(_Frozen):
-    """What an object's workflow tells one workflow: a claimant its result, or a dependent its own ID."""
-
-    workflow_id: str
-    result: ObjectResult | None = None
-    ready: ParentReady | None = None
-
-
 # --- the messaging activities (a workflow cannot signal-with-start another one by itself) -------------
 CLAIM: Activity[Claim, None] = Activity("ownership.claim", Claim, type(None))
 WATCH: Activity[Watch, None] = Activity("ownership.watch", Watch, type(None))
 RELEASE: Activity[Release, bool] = Activity("ownership.release", Release, bool)
 UNWATCH: Activity[Watch, bool] = Activity("ownership.unwatch", Watch, bool)
 POLICY: Activity[ObjectKey, Policy] = Activity("ownership.policy", ObjectKey, Policy)
-# An answer as a local activity: one history event, in the workflow task that decided it, where a signal
-# command costs two and a further workflow task when Temporal reports it delivered.
-ANSWER: Activity[Answer, bool] = Activity("ownership.answer", Answer, bool)

@@ -10,10 +10,9 @@ Why this is exact: every patch in IN_RELEASE is asked through `patched()` below,
 first, so RELEASE's value is fixed before any of them is evaluated. Evaluated live, RELEASE is True and
 so would each of them have been; evaluated in replay, it is True exactly when the history recorded it.
 
-IN_RELEASE is frozen once a release with it ships: a run that recorded RELEASE has taken exactly these
-new paths. The next release adds its patches to the set and renames RELEASE (an ID no run has recorded);
-runs started on this one then replay with RELEASE False and ask for their patches one by one, which their
-histories hold (tests/replay proves it with the histories recorded before the rename).
+A later release adds its patches to IN_RELEASE and renames RELEASE (an ID no run has recorded); runs
+started on this release then replay with RELEASE False and ask for their patches one by one, which
+their histories hold (tests/replay proves it with histories recorded before the rename).
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ IN_RELEASE: frozenset[str] = frozenset(
         "volume-await-in-activity",
         "volume-extend",
         "keystone-parent-answer-ends-wait",
-        "keystone-answers-local",
     }
 )
 

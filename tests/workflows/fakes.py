@@ -249,7 +249,6 @@ class FakeCloud:
             watch,
             ownership.release,
             ownership.unwatch,
-            ownership.answer,
             sweep_report,
             keystone_sweep.forget,
             scan,

@@ -18,7 +18,6 @@ in case someone outside osprov creates it).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from datetime import timedelta
 
@@ -48,9 +47,6 @@ ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
 # The parents' answers to a step's own watch end that step's wait; before, each answer also marked the
 # object dirty, so every new object ran a second step (one more Keystone read) right after its first.
 PATCH_ANSWER_ENDS_WAIT = "keystone-parent-answer-ends-wait"
-# Answers (results to claimants, IDs to dependents) are local activities sent together: one event each in
-# the deciding workflow task, instead of a signal command's two events and the workflow task after it.
-PATCH_ANSWERS_LOCAL = "keystone-answers-local"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -376,7 +372,7 @@ class KeystoneObjectWorkflow:
         result = ObjectResult(
             key=s.key, seq=release.seq, outcome="released", message=message, origin=s.origin
         )
-        await self._tell([own.Answer(workflow_id=release.claimant.workflow_id, result=result)])
+        await self._signal(release.claimant.workflow_id, result)
 
     # ----- answers -----------------------------------------------------------------------------
     def _result(self, claim: Claim, outcome: own.Outcome, message: str) -> ObjectResult:
@@ -388,16 +384,12 @@ class KeystoneObjectWorkflow:
     async def _answer(self, results: dict[str, ObjectResult]) -> None:
         """Send each claimant its result when it changed or answers a newer claim."""
         s = self.st
-        news = [
-            own.Answer(workflow_id=c.claimant.workflow_id, result=results[c.claimant.workflow_id])
-            for c in list(s.claims)
-            if c.claimant.workflow_id in results
-            and _news(s.results.get(c.claimant.workflow_id), results[c.claimant.workflow_id])
-        ]
-        for answer, delivered in zip(news, await self._tell(news), strict=True):
-            cid, result = answer.workflow_id, answer.result
-            assert result is not None
-            if delivered:
+        for claim in list(s.claims):
+            cid = claim.claimant.workflow_id
+            result, sent = results.get(cid), s.results.get(cid)
+            if result is None or not _news(sent, result):
+                continue
+            if await self._signal(cid, result):
                 s.results[cid] = result
             else:  # the claimant's workflow is gone (terminated without releasing): drop its claim
                 s.claims = [c for c in s.claims if c.claimant.workflow_id != cid]
@@ -408,40 +400,10 @@ class KeystoneObjectWorkflow:
         s = self.st
         new, self._new_watchers = self._new_watchers, []
         targets = list(s.watchers) if changed else [w for w in new if w in s.watchers]
-        ready = ParentReady(key=s.key, present=s.present, id=s.id if s.present else None)
-        answers = [own.Answer(workflow_id=w, ready=ready) for w in targets]
-        for watcher, delivered in zip(targets, await self._tell(answers), strict=True):
-            if not delivered and watcher in s.watchers:
+        for watcher in targets:
+            ready = ParentReady(key=s.key, present=s.present, id=s.id if s.present else None)
+            if not await self._signal(watcher, ready, own.SIGNAL_PARENT_READY):
                 s.watchers.remove(watcher)
-
-    async def _tell(self, answers: list[own.Answer]) -> list[bool]:
-        """Deliver answers, all at once, as local activities; runs from before PATCH_ANSWERS_LOCAL send
-        signal commands one after the other. Each: False when the workflow it is for is gone."""
-        if not answers:
-            return []
-        if patches.patched(PATCH_ANSWERS_LOCAL):
-            key = self.st.key
-            return list(
-                await asyncio.gather(
-                    *(
-                        call_local(
-                            own.ANSWER,
-                            a,
-                            summary=f"answer {a.workflow_id}: {key} {a.result.outcome}"
-                            if a.result is not None
-                            else f"tell {a.workflow_id} whether {key} exists",
-                        )
-                        for a in answers
-                    )
-                )
-            )
-        told = []
-        for a in answers:
-            if a.result is not None:
-                told.append(await self._signal(a.workflow_id, a.result))
-            else:
-                told.append(await self._signal(a.workflow_id, a.ready, own.SIGNAL_PARENT_READY))
-        return told
 
     async def _signal(self, workflow_id: str, arg: object, name: str = own.SIGNAL_OBJECT_RESULT) -> bool:
         try:
