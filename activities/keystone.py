@@ -134,7 +134,10 @@ def create(request: Create) -> KeystoneObject:
     what = _describe(request.find)
     with openstack_errors(f"create {what}"):
         conn = cloud.admin_connection()
-        existing = [] if request.absent and activity.info().attempt == 1 else _find(conn, request.find)
+        # Right after the step's own miss, a unique name needs no second look (Keystone's 409 catches a
+        # racer); a service or endpoint does, since a racer's twin would not be refused.
+        fresh_miss = request.absent and activity.info().attempt == 1 and request.kind not in _DUPLICABLE_KINDS
+        existing = [] if fresh_miss else _find(conn, request.find)
         if existing:
             return existing[0]
         try:

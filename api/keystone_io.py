@@ -70,9 +70,10 @@ class KeystoneObject(_Model):
 class Create(_Model):
     """Create-if-absent: `find` is run first and any existing match (lowest ID) is returned instead.
 
-    `absent`: the workflow's own lookup just found no match, so the first attempt POSTs without looking
-    again (Keystone's 409 on a unique name still adopts a concurrent creator's object); every retry looks
-    first, because an earlier attempt may have created it before its answer was lost."""
+    `absent`: the workflow's own lookup just found no match, so the first attempt of a unique-name kind
+    POSTs without looking again (Keystone's 409 still adopts a concurrent creator's object); a service or
+    endpoint, which Keystone lets have twins, always looks first, and so does every retry, because an
+    earlier attempt may have created it before its answer was lost."""
 
     kind: KeystoneKind
     fields: dict[str, Any]

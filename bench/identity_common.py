@@ -160,23 +160,25 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime + cutime + cstime) / CLOCK_TICKS
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _parents() -> dict[int, int]:
+    """Every running process's parent, from one scan of /proc."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError):
-                continue
-            if parent == pid:
-                found.append(int(entry.name))
-    return found
+                continue  # exited meanwhile
+    return parents
 
 
 def service_cpu(name: str) -> float:
     """CPU seconds of a local-stack service (e.g. "temporal", "keystone") from its recorded PID, with its
     running children (Keystone's uwsgi workers answer the requests, not its master)."""
     record = json.loads((stack_env().state_dir / "pids" / f"{name}.json").read_text())
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
     total, todo = 0.0, [int(record["pid"])]
     while todo:
         pid = todo.pop()
@@ -184,7 +186,7 @@ def service_cpu(name: str) -> float:
             total += cpu_seconds(pid)
         except OSError:
             continue  # exited meanwhile
-        todo += _children(pid)
+        todo += children.get(pid, [])
     return total
 
 

@@ -84,7 +84,6 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         "Keystone requests per resource": round(requests / count, 1),
         "history events per workflow": round(events / workflows, 1),
         "worker CPU s": round(cpu),
-        "worker CPU ms per resource": round(1000 * cpu / count),
         "Temporal dev server CPU s": round(temporal),
         # Where the two cores went, per resource (the plain loop's own figure is printed beside it):
         "CPU ms per resource: Temporal dev server": round(1000 * temporal / count),

@@ -2,17 +2,20 @@
 
 Every `workflow.patched(ID)` a run calls costs two history events the first time (the marker, and the
 TemporalChangeVersion search-attribute upsert the SDK adds), and a Project pass called four: a third of its
-history. A run started on this code records one marker, RELEASE, and takes the new path of every patch
-in IN_RELEASE without recording them. A run started before it has no RELEASE marker, so `patched(RELEASE)`
-is False for it (memoized for the run) and each patch is asked for itself, as before.
+history. A run started on this code records its release's marker once and takes the new path of every
+patch that release covers without recording them. A run started before the release has no such marker,
+so `patched(marker)` is False for it (memoized for the run) and each patch is asked for itself, as before.
 
-Why this is exact: every patch in IN_RELEASE is asked through `patched()` below, which asks RELEASE
-first, so RELEASE's value is fixed before any of them is evaluated. Evaluated live, RELEASE is True and
-so would each of them have been; evaluated in replay, it is True exactly when the history recorded it.
+Why this is exact: every covered patch is asked through `patched()` below, which asks its release's
+marker first, so the marker's value is fixed before any patch it covers is evaluated. Evaluated live, the
+marker is True and so would each of its patches have been; evaluated in replay, it is True exactly when
+the history recorded it.
 
-A later release adds its patches to IN_RELEASE and renames RELEASE (an ID no run has recorded); runs
-started on this release then replay with RELEASE False and ask for their patches one by one, which
-their histories hold (tests/replay proves it with histories recorded before the rename).
+A release's set is frozen once it ships, and its marker is never renamed or dropped: a run started on it
+holds that marker and none of the patches it covers, so only that marker can answer them in replay. The
+next release appends its own (marker, patches) row to RELEASES; its runs record both markers the first
+time they need each (tests/workflows/test_patches.py replays a history across such an append, and shows
+that renaming the marker instead breaks it).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from temporalio import workflow
 
 RELEASE = "osprov-release-2026-12"
 
+# What RELEASE covers. Frozen: it ships with the release.
 IN_RELEASE: frozenset[str] = frozenset(
     {
         "keystone-ownership",
@@ -56,8 +60,21 @@ IN_RELEASE: frozenset[str] = frozenset(
 )
 
 
+# (marker, the patches it covers), oldest first; a later release appends a row and edits none.
+RELEASES: tuple[tuple[str, frozenset[str]], ...] = ((RELEASE, IN_RELEASE),)
+
+
+def release_marker(patch_id: str) -> str | None:
+    """The marker of the release that covers `patch_id`, if one does."""
+    for marker, covered in RELEASES:
+        if patch_id in covered:
+            return marker
+    return None
+
+
 def patched(patch_id: str) -> bool:
-    """`workflow.patched(patch_id)`, answered by the release marker for the patches it covers."""
-    if patch_id in IN_RELEASE and workflow.patched(RELEASE):
+    """`workflow.patched(patch_id)`, answered by the marker of the release that covers it."""
+    marker = release_marker(patch_id)
+    if marker is not None and workflow.patched(marker):
         return True
     return workflow.patched(patch_id)

@@ -193,6 +193,27 @@ def test_create_after_the_workflows_own_lookup_posts_at_once_and_a_retry_looks_f
     assert [p.id for p in admin.projects(name=name, domain_id=test_domain)] == [made.id]
 
 
+def test_a_service_created_after_the_workflows_lookup_is_adopted_not_twinned(
+    env: ActivityEnvironment, cleanup: Cleanup, unique: str
+) -> None:
+    """absent=True does not skip a service's lookup: Keystone would accept a twin without a 409, so the
+    service someone made between the workflow's miss and the create is returned instead of a second one."""
+    stype = f"absent-{unique}"
+    theirs = _create(env, "service", {"name": "cinder", "type": stype}, name="cinder", type=stype)
+    cleanup.add("service", theirs.id)
+    request = Create(
+        kind="service",
+        fields={"name": "cinder", "type": stype},
+        find=Find(kind="service", name="cinder", filters={"type": stype}),
+        absent=True,
+    )
+    got = env.run(keystone.create, request)
+    if got.id != theirs.id:
+        cleanup.add("service", got.id)
+    found = env.run(keystone.find, Find(kind="service", filters={"type": stype}))
+    assert [o.id for o in found] == [theirs.id] and got.id == theirs.id
+
+
 def test_409_without_an_exact_match_is_a_conflict_error(
     env: ActivityEnvironment, test_domain: str, unique: str
 ) -> None:

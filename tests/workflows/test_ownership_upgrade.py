@@ -43,7 +43,7 @@ async def test_a_running_0_1_workflow_switches_to_claims_at_its_next_live_pass(
     h = Harness(tenv, cloud, queue)
     old = [DomainRelease01 if w is DomainWorkflow else w for w in WORKFLOWS]
     # Nor did it know the release marker (workflows/patches.py): A asks for each patch by itself.
-    monkeypatch.setattr(patches, "IN_RELEASE", frozenset())
+    monkeypatch.setattr(patches, "RELEASES", ())
     # Worker A keeps no cache, so no sticky queue of it outlives it: B's first task replays all of A's history.
     async with Worker(
         tenv.client, task_queue=queue, workflows=old, activities=cloud.activities(), max_cached_workflows=0

@@ -137,9 +137,8 @@ class KeystoneObjectWorkflow:
                     s.parent_ids[field] = ready.id
                 else:
                     s.parent_ids.pop(field, None)
-        if (
-            ready.key.path not in self._asking
-        ):  # an answer the running step waits for needs no step of its own
+        # An answer the running step waits for needs no step of its own.
+        if ready.key.path not in self._asking:
             self._dirty = True
 
     @property
