@@ -153,7 +153,8 @@ class ResizeActions(_Model):
 
 
 class ServerRead(_Model):
-    """One fresh GET /servers/{id}: what the Server workflow decides from."""
+    """One fresh GET /servers/{id}: what the Server workflow decides from (nova.create_server returns the
+    new server as its 202 implies instead: BUILD, with what the create sent)."""
 
     id: str
     name: str

@@ -60,8 +60,16 @@ IN_RELEASE: frozenset[str] = frozenset(
 )
 
 
+# The release after it (not shipped yet: patches may still join it).
+RELEASE_2 = "osprov-release-2026-12b"
+IN_RELEASE_2: frozenset[str] = frozenset(
+    {
+        "server-create-looks-itself",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
-RELEASES: tuple[tuple[str, frozenset[str]], ...] = ((RELEASE, IN_RELEASE),)
+RELEASES: tuple[tuple[str, frozenset[str]], ...] = ((RELEASE, IN_RELEASE), (RELEASE_2, IN_RELEASE_2))
 
 
 def release_marker(patch_id: str) -> str | None:

@@ -85,6 +85,10 @@ PATCH_SETTLED_READ = "server-settled-read"
 # While Nova reports BUILD, a baremetal flavor's server is Queued or Building as Ironic says (a new local
 # activity on BUILD passes). Runs from before show Building.
 PATCH_BAREMETAL = "server-baremetal-status"
+# With no server ID stored, the pass creates at once: nova.create_server is create-if-absent and makes
+# the same exact-name lookup first, so the pass's own lookup (an activity) only repeated it. Runs from
+# before look up, then create.
+PATCH_CREATE_LOOKS = "server-create-looks-itself"
 CHAINED_PASSES = 3  # at most this many settled reads are followed at once, so one pass stays bounded
 AWAIT_WITHIN_SECONDS = 60.0
 NEXT_PASS_SECONDS = 0.05  # after a settled wait: a durable timer only to end the workflow task
@@ -324,7 +328,9 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
         return found.server
 
     async def observe(self, spec: ServerSpec, project: io.Project) -> io.ServerRead | None:
-        """Fresh read by stored ID; by exact name when none is stored; create when there is none."""
+        """Fresh read by stored ID; with none stored, create-if-absent (nova.create_server adopts a server of
+        the exact name, e.g. one made before this workflow was restarted; runs from before look it up in an
+        activity of their own first)."""
         stored = self.k.server_id
         settled, self.settled_read = self.settled_read, None
         if stored:
@@ -336,19 +342,20 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
             self.k.server_id = None
             self.k.deleting = None
         name = self.server_name()
-        self.set_step(f"looking up {name}")
-        found = await call(
-            io.FIND_SERVER,
-            io.FindServer(project=project, name=name),
-            summary=f"find server {name}",
-        )
-        if len(found) > 1:
-            ids = ", ".join(s.id for s in found)
-            raise PassFailed(
-                f"several Nova servers are named {name} ({ids}); delete all but one", retry=False
+        if not patches.patched(PATCH_CREATE_LOOKS):
+            self.set_step(f"looking up {name}")
+            found = await call(
+                io.FIND_SERVER,
+                io.FindServer(project=project, name=name),
+                summary=f"find server {name}",
             )
-        if found:
-            return found[0]
+            if len(found) > 1:
+                ids = ", ".join(s.id for s in found)
+                raise PassFailed(
+                    f"several Nova servers are named {name} ({ids}); delete all but one", retry=False
+                )
+            if found:
+                return found[0]
         await check_pinning(self.st.ref.namespace, spec, project, self.set_step)  # N1–N3: before any create
         creates = self.creates()
         if creates >= MAX_CREATE_ATTEMPTS:

@@ -95,11 +95,19 @@ async def test_create_names_the_server_by_uid_with_system_metadata_last(h: Serve
 
 
 async def test_existing_server_of_the_exact_name_is_adopted(h: ServerHarness) -> None:
-    h.nova.add("server-u-2", OLD)
+    """E.g. the workflow was terminated and started again: the create-if-absent finds the server."""
+    ours = h.nova.add("server-u-2", OLD)
     h.nova.add("server-u-2x", OLD)  # a prefix match is not ours
     await h.apply("Server", spec(), uid="u-2")
     await h.until(lambda: h.condition().get("status") == "True", "adopted")
-    assert h.nova.count(io.CREATE_SERVER.name) == 0 and len(h.nova.servers) == 2
+    assert len(h.nova.servers) == 2 and h.status()["serverID"] == ours.id
+
+
+async def test_a_new_server_is_created_without_a_lookup_of_its_own(h: ServerHarness) -> None:
+    """nova.create_server looks the exact name up itself; before, the pass ran a find_server activity first."""
+    await ready(h)
+    assert h.nova.count(io.FIND_SERVER.name) == 0
+    assert h.nova.count(io.CREATE_SERVER.name) == 1 and len(h.nova.servers) == 1
 
 
 async def test_P7b_P7e_P6b_P6a_rebuild_arms_then_submits_once_and_settles(h: ServerHarness) -> None:
