@@ -41,6 +41,7 @@ from osprov.api.cinder_io import (
     Volume,
     VolumeLookup,
     is_error,
+    project_missing,
     volume_metadata,
 )
 
@@ -172,7 +173,7 @@ def create_volume(request: CreateVolume) -> Volume:
         try:
             return scoped(request.scope, lambda conn: _create(conn, request))
         except ProjectMissing:
-            raise not_found(f"{describe(request.scope)} does not exist in Keystone") from None
+            raise not_found(project_missing(request.scope.project, request.scope.domain)) from None
 
 
 def _update_metadata(conn: openstack.connection.Connection, request: UpdateMetadata) -> bool:

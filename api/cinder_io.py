@@ -51,6 +51,14 @@ def volume_name(uid: str) -> str:
     return f"volume-{uid}"
 
 
+def project_missing(project: str, domain: str) -> str:
+    """C1's answer, also what cinder.create_volume says when the project is missing."""
+    return (
+        f"project {project!r} in domain {domain!r} does not exist in Keystone yet; create it (for example "
+        "with a Project resource) — retrying"
+    )
+
+
 def is_error(status: str) -> bool:
     return status.startswith("error")
 

@@ -65,6 +65,7 @@ RELEASE_2 = "osprov-release-2026-12b"
 IN_RELEASE_2: frozenset[str] = frozenset(
     {
         "server-create-looks-itself",
+        "volume-create-looks-itself",
     }
 )
 

@@ -25,12 +25,13 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.activity import Activity
     from osprov.api.cinder import VolumeSpec, VolumeStatus
     from osprov.api.common import AvailableReason
+    from osprov.api.errors import CONSISTENCY, NOT_FOUND
     from osprov.api.messages import ConditionState, EntityInput
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import VolumeState
     from osprov.workflows import patches
     from osprov.workflows.calls import call, call_local
-    from osprov.workflows.entity import Outcome, PassFailed, StatusBase
+    from osprov.workflows.entity import ACTIVITY_FAILED, Outcome, PassFailed, StatusBase, error_type
     from osprov.workflows.event_recorder import note
     from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
     from osprov.workflows.tenancy import CloudEntity, Where
@@ -74,6 +75,9 @@ PATCH_AWAIT = "volume-await-in-activity"
 AWAIT_WITHIN_SECONDS = 60.0
 # C6/C7: a larger spec.size extends the volume in place (a new activity, cinder.extend_volume).
 PATCH_EXTEND = "volume-extend"
+# C3 at once: a volume never seen is created without C1's lookup activity (cinder.create_volume makes
+# the same exact-name lookup itself); runs from before look it up first.
+PATCH_CREATE_LOOKS = "volume-create-looks-itself"
 # The writes a plan walk records (workflows/plan.py), by the decision's request type.
 PLAN_WRITES: dict[type[Any], Activity[Any, Any]] = {
     io.CreateVolume: io.CREATE_VOLUME,
@@ -122,6 +126,7 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             check_class=patches.patched(PATCH_CLASS_CHECK),
             volume_known=self.k.volume_id is not None,
             extends=patches.patched(PATCH_EXTEND),
+            creates_at_once=patches.patched(PATCH_CREATE_LOOKS),
         )
 
     def observes(self) -> bool:
@@ -159,7 +164,13 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
                 lookup = await call(io.FIND_VOLUMES, a, summary=d.step)
                 obs = replace(obs, lookup=lookup)
             elif isinstance(a, io.CreateVolume):
-                made = await call(io.CREATE_VOLUME, a, summary=d.step)
+                try:
+                    made = await call(io.CREATE_VOLUME, a, summary=d.step)
+                except ACTIVITY_FAILED as err:
+                    if obs.lookup is not None or error_type(err) not in (NOT_FOUND, CONSISTENCY):
+                        raise
+                    obs = replace(obs, create_refused=True)  # C3 at once: C1's lookup says why
+                    continue
                 self.event(note("Created", f"created Cinder volume {a.name} ({a.size} GiB)"))
                 obs = replace(obs, volume=made)
             elif isinstance(a, io.UpdateMetadata):

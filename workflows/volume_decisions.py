@@ -11,8 +11,13 @@ Create (reconcile):
      whose volume vanished before it is created again)
   C1 project missing in Keystone   -> Available=False/Provisioning "project … does not exist yet", retried
   C2 two or more exact-name matches -> Available=False/Errored (consistency), retried with backoff
-  C3 no match                        -> create (user tags first, linkage keys last), then observe
+  C3 no match                        -> create (user tags first, linkage keys last), then observe;
+                                        a volume never seen is created at once, without C1's lookup:
+                                        the create is create-if-absent (its own exact-name lookup adopts
+                                        a match); when it finds the project missing or two matches, the
+                                        pass looks (C1) and C1/C2 answer as they would have
   C4 one match                       -> adopt it; if provisioned, on a full pass (spec change or resync) C5
+                                        (also C3's create-if-absent answer when it adopted a volume)
   C5 tags or linkage keys differ     -> update the osprov metadata (dropped tags removed)
   C6 provisioned, size < spec.size   -> extend it in place (online when in-use: Cinder API 3.42+; refused ->
                                         Available=False "detach it to extend offline", retried), then observe
@@ -58,6 +63,7 @@ class Observation:
     updated: bool = False  # C5 ran this pass
     extended: io.Volume | None = None  # C6: the read after this pass's extend
     offer: Offer | None = None  # C0: the VolumeClasses the region inventory publishes
+    create_refused: bool = False  # C3 at once found the project missing or two matches: look (C1, C2)
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ class Target:
     check_class: bool = False  # C0 applies (runs started before the region inventory never check)
     volume_known: bool = False  # a volume was seen: C0 only before creating it again
     extends: bool = False  # C6/C7 apply (runs started before the volume-extend patch never extend)
+    creates_at_once: bool = False  # C3 without C1's lookup for a volume never seen (runs from before look)
 
 
 def _where(target: Target) -> str:
@@ -172,33 +179,26 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
     if obs.extended is not None:
         return extended(spec, obs.extended)
     if obs.volume is not None:
-        return observe(obs.volume)
-    if obs.lookup is None:
+        if not target.creates_at_once:
+            return observe(obs.volume)
+        volume = obs.volume  # what C3's create made, or adopted: C4…C6 as for a lookup's match
+    elif obs.lookup is None:
         checked = None if target.volume_known else _class_check(spec, target, obs)
-        return checked or _find(target, "C1")
-    if not obs.lookup.project_found:
-        message = (
-            f"{_where(target)} does not exist in Keystone yet; create it (for example with a "
-            "Project resource) — retrying"
-        )
-        return Decision("C1", Fail(message, AvailableReason.PROVISIONING), "the project does not exist yet")
-    volumes = obs.lookup.volumes
-    if len(volumes) > 1:
-        return _duplicates(target, volumes, AvailableReason.ERRORED, "C2")
-    if not volumes:
-        checked = _class_check(spec, target, obs)
         if checked is not None:
             return checked
-        make = io.CreateVolume(
-            scope=target.scope,
-            name=target.name,
-            size=spec.size,
-            volume_type=_volume_type(spec, obs),
-            tags=spec.tags,
-            system=target.system,
-        )
-        return Decision("C3", make, f"create volume {target.name} ({spec.size} GiB)")
-    volume = volumes[0]
+        if target.creates_at_once and not target.volume_known and not obs.create_refused:
+            return _create(spec, target, obs)
+        return _find(target, "C1")
+    elif not obs.lookup.project_found:
+        message = io.project_missing(target.scope.project, target.scope.domain)
+        return Decision("C1", Fail(message, AvailableReason.PROVISIONING), "the project does not exist yet")
+    else:
+        volumes = obs.lookup.volumes
+        if len(volumes) > 1:
+            return _duplicates(target, volumes, AvailableReason.ERRORED, "C2")
+        if not volumes:
+            return _class_check(spec, target, obs) or _create(spec, target, obs)
+        volume = volumes[0]
     provisioned = volume.status in io.PROVISIONED_STATUSES
     if (
         full
@@ -217,6 +217,18 @@ def create(spec: VolumeSpec, target: Target, full: bool, obs: Observation) -> De
             "C6", grow, f"extend volume {target.name}{online} from {volume.size} to {spec.size} GiB"
         )
     return observe(volume)  # C4: adopted
+
+
+def _create(spec: VolumeSpec, target: Target, obs: Observation) -> Decision:
+    make = io.CreateVolume(
+        scope=target.scope,
+        name=target.name,
+        size=spec.size,
+        volume_type=_volume_type(spec, obs),
+        tags=spec.tags,
+        system=target.system,
+    )
+    return Decision("C3", make, f"create volume {target.name} ({spec.size} GiB)")
 
 
 def extended(spec: VolumeSpec, volume: io.Volume) -> Decision:

@@ -152,10 +152,10 @@ class FakeCinder:
             cinder._enter(io.CREATE_VOLUME.name)
             cinder.created_types.append(req.volume_type)
             if not cinder._exists(req.scope):
-                raise errors.not_found("project does not exist")
+                raise errors.not_found(io.project_missing(req.scope.project, req.scope.domain))
             existing = cinder._read(req.scope, req.name)
             if len(existing) > 1:
-                raise errors.consistency("duplicates")
+                raise errors.consistency(f"{len(existing)} Cinder volumes are named {req.name}")
             if existing:
                 return existing[0]
             vol = cinder.add(req.name, req.scope, "creating", *cinder.create_script)

@@ -180,6 +180,73 @@ def test_create_rule(row: str, full: bool, obs: Observation, rule: str, action: 
     assert (d.rule, d.action) == (rule, action)
 
 
+# C3 at once (patch volume-create-looks-itself): a volume never seen is created without C1's lookup; the
+# create-if-absent's answer (made, or adopted) then goes through C4…C6 like a lookup's match.
+AT_ONCE = replace(TARGET, creates_at_once=True, extends=True)
+MAKE = io.CreateVolume(scope=SCOPE, name=NAME, size=2, volume_type=None, tags=TAGS, system=SYSTEM)
+AT_ONCE_ROWS: list[tuple[str, Target, bool, Observation, str, Action]] = [
+    ("C3-a-volume-never-seen-is-created-at-once", AT_ONCE, True, Observation(), "C3", MAKE),
+    (
+        "C3-at-once-refused-looks-first",
+        AT_ONCE,
+        True,
+        Observation(create_refused=True),
+        "C1",
+        io.FindVolumes(scope=SCOPE, name=NAME),
+    ),
+    (
+        "C3-a-known-volume-is-looked-up",
+        replace(AT_ONCE, volume_known=True),
+        True,
+        Observation(),
+        "C1",
+        io.FindVolumes(scope=SCOPE, name=NAME),
+    ),
+    (
+        "C3-at-once-made-volume-is-observed",
+        AT_ONCE,
+        True,
+        Observation(volume=CREATED),
+        "S3",
+        Wait("waiting for Cinder: the volume is creating"),
+    ),
+    (
+        "C4-at-once-adopted-drift-is-updated",
+        AT_ONCE,
+        True,
+        Observation(volume=vol(metadata={})),
+        "C5",
+        io.UpdateMetadata(scope=SCOPE, id="vol-1", tags=TAGS, system=SYSTEM),
+    ),
+    (
+        "C6-at-once-adopted-smaller-volume-is-extended",
+        AT_ONCE,
+        True,
+        Observation(volume=vol(size=1)),
+        "C6",
+        io.ExtendVolume(scope=SCOPE, id="vol-1", size=2),
+    ),
+    (
+        "C5-at-once-after-the-update-is-observed",
+        AT_ONCE,
+        True,
+        Observation(volume=vol(metadata={}), updated=True),
+        "S1",
+        Provisioned("Cinder volume of 2 GiB is available"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "target", "full", "obs", "rule", "action"), AT_ONCE_ROWS, ids=[r[0] for r in AT_ONCE_ROWS]
+)
+def test_create_at_once_rule(
+    row: str, target: Target, full: bool, obs: Observation, rule: str, action: Action
+) -> None:
+    d = create(spec(), target, full, obs)
+    assert (d.rule, d.action) == (rule, action)
+
+
 # Issue 19: spec.size grows (C6, C7). The decision comes from the pass's fresh read, so a replayed or
 # retried pass finds the volume extending (S3) or extended (S1) and never sends a second extend.
 EXTENDS = replace(TARGET, extends=True)
