@@ -25,10 +25,16 @@ def resource_of(workflow_id: str) -> dict[str, str]:
     return {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name} if ref else {}
 
 
-async def _heartbeat() -> None:
+async def _heartbeat(threaded: bool) -> None:
     while True:  # the first beat after a second: most calls are done by then and need none
         await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
-        activity.heartbeat()
+        if threaded:
+            # A threaded activity's heartbeat() hands the beat to this event loop and blocks until the
+            # loop has taken it (up to 10 s): called on the loop itself, it froze the whole worker for
+            # 10 s and the beat never left. From a thread (the context is copied), the loop takes it.
+            await asyncio.to_thread(activity.heartbeat)
+        else:
+            activity.heartbeat()
 
 
 class _BindContext(ActivityInboundInterceptor):
@@ -43,7 +49,8 @@ class _BindContext(ActivityInboundInterceptor):
             attempt=info.attempt,
             **resource_of(info.workflow_id or ""),
         ):
-            beating = None if info.is_local else asyncio.create_task(_heartbeat())
+            threaded = input.executor is not None  # the SDK runs a sync activity on its executor
+            beating = None if info.is_local else asyncio.create_task(_heartbeat(threaded))
             try:
                 return await self.next.execute_activity(input)
             except ApplicationError as err:
