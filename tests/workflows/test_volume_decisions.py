@@ -237,16 +237,6 @@ AT_ONCE_ROWS: list[tuple[str, Target, bool, Observation, str, Action]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("row", "target", "full", "obs", "rule", "action"), AT_ONCE_ROWS, ids=[r[0] for r in AT_ONCE_ROWS]
-)
-def test_create_at_once_rule(
-    row: str, target: Target, full: bool, obs: Observation, rule: str, action: Action
-) -> None:
-    d = create(spec(), target, full, obs)
-    assert (d.rule, d.action) == (rule, action)
-
-
 # Issue 19: spec.size grows (C6, C7). The decision comes from the pass's fresh read, so a replayed or
 # retried pass finds the volume extending (S3) or extended (S1) and never sends a second extend.
 EXTENDS = replace(TARGET, extends=True)
@@ -274,10 +264,13 @@ EXTEND_ROWS: list[tuple[str, Target, bool, Observation, str, Action]] = [
 ]  # fmt: skip
 
 
+TARGET_ROWS = AT_ONCE_ROWS + EXTEND_ROWS
+
+
 @pytest.mark.parametrize(
-    ("row", "target", "full", "obs", "rule", "action"), EXTEND_ROWS, ids=[r[0] for r in EXTEND_ROWS]
+    ("row", "target", "full", "obs", "rule", "action"), TARGET_ROWS, ids=[r[0] for r in TARGET_ROWS]
 )
-def test_extend_rule(
+def test_rule_for_a_target(
     row: str, target: Target, full: bool, obs: Observation, rule: str, action: Action
 ) -> None:
     d = create(spec(), target, full, obs)
