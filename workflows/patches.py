@@ -24,7 +24,7 @@ from temporalio import workflow
 
 RELEASE = "osprov-release-2026-12"
 
-# What RELEASE covers. Frozen: it ships with the release.
+# What RELEASE covers. Frozen: it has shipped.
 IN_RELEASE: frozenset[str] = frozenset(
     {
         "keystone-ownership",
@@ -60,7 +60,8 @@ IN_RELEASE: frozenset[str] = frozenset(
 )
 
 
-# The release after it (not shipped yet: patches may still join it).
+# The release after it, frozen like the first once it lands: a run started on it records RELEASE_2 and
+# would replay a patch added here later down its new path. The next patches get a RELEASE_3 row.
 RELEASE_2 = "osprov-release-2026-12b"
 IN_RELEASE_2: frozenset[str] = frozenset(
     {
