@@ -23,8 +23,8 @@ import os
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowQueryRejectedError
+from temporalio.common import QueryRejectCondition, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from osprov.activities import cloud
@@ -33,7 +33,7 @@ from osprov.activities.contract import implements, implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
-from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch
+from osprov.api.ownership import Claim, ObjectKey, ParentReady, Policy, Release, Watch
 
 # Built-in protections by object path (the bootstrap admin and the identity service's catalog entry).
 PROTECTED: dict[str, str] = {
@@ -92,9 +92,38 @@ async def claim(request: Claim) -> None:
 
 
 @implements_async(own.WATCH)
-async def watch(request: Watch) -> None:
-    """Ask an object's workflow (started if needed) to tell a dependent its ID."""
+async def watch(request: Watch) -> ParentReady | None:
+    """Ask an object's workflow (started if needed) to tell a dependent its ID, and to wake it on change.
+
+    When the object's record already holds its ID (a query: no history event), that is the answer, and
+    the watch carries it as `known_id`: the object only registers the watcher, and answers with a signal
+    only if its ID is no longer that one when the watch arrives (its handler compares, so a change between
+    this read and the watch is never missed). Else (None) the object answers with a parent-ready signal.
+    A domain with thousands of dependents thus writes one event per dependent instead of a step and a
+    signal back for each."""
+    known = await _read_parent(request.keystone, request.key)
+    if known is not None:
+        request = request.model_copy(update={"known_id": known.id})
     await _start_with(own.SIGNAL_WATCH, request.keystone, request.key, request)
+    return known
+
+
+async def _read_parent(keystone: str, key: ObjectKey) -> ParentReady | None:
+    """The object's own answer if its workflow runs and holds its ID; None on any doubt (not running,
+    first task not done yet, query failed): the watch's signal answer is then the way, as before."""
+    workflow_id = key.workflow_id(keystone, activity.info().task_queue)
+    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(workflow_id)
+    try:
+        known = await handle.query(
+            own.QUERY_PARENT,
+            result_type=ParentReady | None,  # type: ignore[arg-type]
+            reject_condition=QueryRejectCondition.NOT_OPEN,  # a closed run's record is not news
+        )
+    except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
+        return None
+    if not isinstance(known, ParentReady) or not known.present or not known.id:
+        return None
+    return known
 
 
 @implements_async(own.RELEASE)

@@ -23,6 +23,7 @@ SIGNAL_WATCH = "watch"
 SIGNAL_OBJECT_RESULT = "object_result"
 SIGNAL_PARENT_READY = "parent_ready"
 QUERY_OBJECT = "object"
+QUERY_PARENT = "parent"  # ParentReady | None: what the object holds now, if it exists (no history event)
 WORKFLOW_TYPE = "KeystoneObject"
 
 ObjectKind = Literal["domain", "project", "role", "group", "user", "service", "endpoint", "grant"]
@@ -154,6 +155,9 @@ class Watch(_Frozen):
     keystone: str
     watcher: str  # workflow ID of the dependent object's workflow
     key: ObjectKey
+    # The ID the watcher already read from the object's record (QUERY_PARENT): the object registers the
+    # watcher and answers only if that is no longer what it holds (no step, no signal back per watcher).
+    known_id: str | None = None
 
 
 class ParentReady(_Frozen):
@@ -220,7 +224,13 @@ class ObjectInput(_Frozen):
 
 # --- the messaging activities (a workflow cannot signal-with-start another one by itself) -------------
 CLAIM: Activity[Claim, None] = Activity("ownership.claim", Claim, type(None))
-WATCH: Activity[Watch, None] = Activity("ownership.watch", Watch, type(None))
+# A watch answers at once when the object's record already holds its ID (None: the answer comes as a
+# parent-ready signal); recorded runs from before that carry None.
+WATCH: Activity[Watch, ParentReady | None] = Activity(
+    "ownership.watch",
+    Watch,
+    ParentReady | None,  # type: ignore[arg-type]
+)
 RELEASE: Activity[Release, bool] = Activity("ownership.release", Release, bool)
 UNWATCH: Activity[Watch, bool] = Activity("ownership.unwatch", Watch, bool)
 POLICY: Activity[ObjectKey, Policy] = Activity("ownership.policy", ObjectKey, Policy)

@@ -346,3 +346,33 @@ async def server_baremetal(h: Harness, _: str) -> str:
 
 # Recorded as Server-baremetal.json: the patched BUILD passes (server-baremetal-status) asking Ironic.
 SCENARIOS["Server-baremetal"] = server_baremetal
+
+
+async def _second_project(h: Harness) -> Any:
+    """Two Projects in one domain: the second one's object reads the domain's ID from its record."""
+    h.cloud.add("domain", name="service", enabled=True)
+    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
+    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
+    spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
+    second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
+    await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
+    await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])
+    await second.result()
+    return second
+
+
+async def keystone_object_read_parent(h: Harness, _: str) -> str:
+    """A project's object whose watch read the domain's ID from the domain's record (no answer waited)."""
+    await _second_project(h)
+    return ObjectKey(kind="project", domain="service", name="p2").workflow_id(h.keystone, h.queue)
+
+
+async def keystone_object_registered_watch(h: Harness, _: str) -> str:
+    """The domain's object: the first watch answered by a signal, the second one only registered."""
+    await _second_project(h)
+    return ObjectKey(kind="domain", name="service").workflow_id(h.keystone, h.queue)
+
+
+# The dependent's watch reading its parent's record (activities/ownership.py watch, Watch.known_id).
+SCENARIOS["KeystoneObject-read-parent"] = keystone_object_read_parent
+SCENARIOS["KeystoneObject-registered-watch"] = keystone_object_registered_watch

@@ -192,9 +192,9 @@ class FakeCloud:
             await ownership.claim(req)
 
         @activity.defn(name=own.WATCH.name)
-        async def watch(req: own.Watch) -> None:
+        async def watch(req: own.Watch) -> own.ParentReady | None:
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
-            await ownership.watch(req)
+            return await ownership.watch(req)
 
         @activity.defn(name=sw.REPORT.name)
         async def sweep_report(req: sw.Report) -> None:

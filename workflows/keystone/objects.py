@@ -96,6 +96,8 @@ class KeystoneObjectWorkflow:
         s = self._state(watch.keystone, watch.key)
         if watch.watcher not in s.watchers:
             s.watchers.append(watch.watcher)
+        if watch.known_id is not None and s.present and s.id == watch.known_id:
+            return  # the watcher read this ID from the record (QUERY_PARENT): registered, nothing to tell
         self._new_watchers.append(watch.watcher)
         self._dirty = True
 
@@ -130,6 +132,13 @@ class KeystoneObjectWorkflow:
         s = self.s
         if s is None:
             return
+        self._take_answer(ready)
+        # An answer the running step waits for needs no step of its own.
+        if ready.key.path not in self._asking:
+            self._dirty = True
+
+    def _take_answer(self, ready: ParentReady) -> None:
+        s = self.st
         self._parent_answers[ready.key.path] = ready
         for field, parent in act.parents(s.key, self._primary_desired()).items():
             if parent == ready.key:
@@ -137,9 +146,6 @@ class KeystoneObjectWorkflow:
                     s.parent_ids[field] = ready.id
                 else:
                     s.parent_ids.pop(field, None)
-        # An answer the running step waits for needs no step of its own.
-        if ready.key.path not in self._asking:
-            self._dirty = True
 
     @property
     def heartbeat_timeout(self) -> timedelta | None:
@@ -147,6 +153,14 @@ class KeystoneObjectWorkflow:
         worker's create is retried in seconds, and time-skipping tests (which turn it off) stay exact."""
         seconds = self.s.heartbeat_seconds if self.s is not None else None
         return None if seconds is None else timedelta(seconds=seconds)
+
+    @workflow.query(name=own.QUERY_PARENT)
+    def parent(self) -> ParentReady | None:
+        """What a dependent's watch needs (activities/ownership.py watch): the ID, if the object exists."""
+        s = self.s
+        if s is None or not s.present or not s.id:
+            return None
+        return ParentReady(key=s.key, present=True, id=s.id)
 
     @workflow.query(name=own.QUERY_OBJECT)
     def record(self) -> ObjectState | None:
@@ -312,14 +326,18 @@ class KeystoneObjectWorkflow:
             del s.parent_ids[field]
         missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
         asked = [k for k in missing.values() if k.path not in self._watching]
+        read = 0
         for key in asked:
             self._watching.add(key.path)
-            await call_local(
+            known = await call_local(
                 own.WATCH,
                 Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
                 summary=f"ask {key} for its ID (and to wake this object when it exists)",
             )
-        if asked:
+            if known is not None:  # read from its record: no answer to wait for
+                self._take_answer(known)
+                read += 1
+        if read < len(asked):  # runs recorded before the read always wait here (their watches said None)
             if patches.patched(PATCH_ANSWER_ENDS_WAIT):
                 self._asking = {k.path for k in asked}
             try:
@@ -331,7 +349,7 @@ class KeystoneObjectWorkflow:
                     )
             finally:
                 self._asking = set()
-            missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
+        missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
         if not missing:
             return True
         await self._tell_watchers(False)  # dependents of this one: it cannot exist without its parents

@@ -1,0 +1,98 @@
+"""A dependent's watch (workflows/keystone/objects.py `_parents_known`, activities/ownership.py `watch`).
+
+A dependent that finds its parent's ID in the parent's record (a query) uses it at once, and its watch only
+registers it for news: the parent runs no step and signals nothing back. A domain with thousands of
+projects wrote a step and a parent-ready signal per project before (docs/benchmarks.md, P3). The parent
+compares the ID the watch carries with its own, so a change between the read and the watch is still told.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+
+from osprov.api import keystone_io as io
+from osprov.api import ownership as own
+from osprov.api.ownership import ObjectKey, Watch
+from tests.workflows.harness import Harness, eventually
+
+DOMAIN = ObjectKey(kind="domain", name="service")
+
+
+async def answers_sent(h: Harness, workflow_id: str) -> list[str]:
+    """Workflow IDs the object's workflow sent a parent-ready signal to, in order."""
+    history = await h.env.client.get_workflow_handle(workflow_id).fetch_history()
+    return [
+        e.signal_external_workflow_execution_initiated_event_attributes.workflow_execution.workflow_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
+        and e.signal_external_workflow_execution_initiated_event_attributes.signal_name
+        == own.SIGNAL_PARENT_READY
+    ]
+
+
+async def ready_project(h: Harness, name: str) -> Any:
+    wf = await h.apply("Project", {"name": name, "domain": "service"}, name=name)
+    await eventually(lambda: bool(h.written.get(wf.id)), f"{name}'s status")
+    assert h.written[wf.id]["conditions"][0]["status"] == "True", h.written[wf.id]
+    return wf
+
+
+def object_id(h: Harness, key: ObjectKey) -> str:
+    return key.workflow_id(h.keystone, h.queue)
+
+
+async def test_a_second_dependent_reads_the_parents_id_from_its_record(h: Harness) -> None:
+    dom = h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")  # the domain's workflow starts with p1's watch and answers it
+    await ready_project(h, "p2")
+    p1 = object_id(h, ObjectKey(kind="project", domain="service", name="p1"))
+    p2 = object_id(h, ObjectKey(kind="project", domain="service", name="p2"))
+
+    assert [p.fields["domain_id"] for p in h.cloud.of("project")] == [dom.id, dom.id]
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    state: Any = await domain.query(own.QUERY_OBJECT)
+    assert state["watchers"] == [p1, p2]  # p2 still hears of every change
+    assert await answers_sent(h, domain.id) == [p1]  # before: [p1, p2]
+    assert state["passes"] == 1  # before: 2 (a step, and a Keystone read, per watch)
+    domain_reads = [c for c in h.cloud.calls if c == io.FIND.name]
+    assert len(domain_reads) == 3, h.cloud.calls  # the domain once, each project once
+
+
+async def test_a_watch_carrying_an_id_the_parent_no_longer_holds_is_answered(h: Harness) -> None:
+    """The parent's ID changed between the dependent's read and its watch: the watch is a plain one."""
+    h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    p1 = object_id(h, ObjectKey(kind="project", domain="service", name="p1"))
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    assert await answers_sent(h, domain.id) == [p1]
+
+    stale = Watch(keystone=h.keystone, watcher=p1, key=DOMAIN, known_id="an-id-it-no-longer-has")
+    await domain.signal(own.SIGNAL_WATCH, stale)
+    await eventually(lambda: _sent(h, domain.id, 2), "the domain's answer to the stale watch")
+    assert await answers_sent(h, domain.id) == [p1, p1]
+
+
+async def test_a_watch_carrying_the_parents_id_is_only_registered(h: Harness) -> None:
+    h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    p1 = object_id(h, ObjectKey(kind="project", domain="service", name="p1"))
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    known: Any = await domain.query(own.QUERY_PARENT)
+    assert known["present"] is True and known["id"] == h.cloud.of("domain")[0].id
+
+    fresh = Watch(keystone=h.keystone, watcher="someone-else", key=DOMAIN, known_id=known["id"])
+    await domain.signal(own.SIGNAL_WATCH, fresh)
+    await eventually(lambda: _watchers_include(domain, "someone-else"), "the watch registered")
+    state: Any = await domain.query(own.QUERY_OBJECT)
+    assert state["passes"] == 1 and await answers_sent(h, domain.id) == [p1]
+
+
+async def _sent(h: Harness, workflow_id: str, n: int) -> bool:
+    return len(await answers_sent(h, workflow_id)) >= n
+
+
+async def _watchers_include(handle: Any, watcher: str) -> bool:
+    state: Any = await handle.query(own.QUERY_OBJECT)
+    return watcher in state["watchers"]
