@@ -14,6 +14,7 @@ import re
 import tempfile
 import time
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, cast
 import kubernetes
 import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -227,7 +229,12 @@ def keystone_busy_since(offset: int) -> tuple[float, int]:
 
 
 def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
-    """(workflows, history events, scheduled activities named in `activity_names`) over every run."""
+    """(workflows, history events, scheduled activities named in `activity_names`) over every run.
+    With BENCH_HISTORY_BREAKDOWN=<file>, also writes the events counted by workflow kind and event type
+    (activities, signals and markers by name) to that file: where a figure's events go."""
+    breakdown: dict[str, Counter[str]] | None = (
+        defaultdict(Counter) if os.environ.get(BREAKDOWN_ENV) else None
+    )
 
     async def collect() -> tuple[int, int, int]:
         client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
@@ -238,6 +245,8 @@ def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tu
         async def one(wf_id: str, run_id: str) -> tuple[int, int]:
             async with sem:
                 history = await client.get_workflow_handle(wf_id, run_id=run_id).fetch_history()
+            if breakdown is not None:
+                _count_events(breakdown, wf_id, history.events)
             named = sum(
                 1
                 for e in history.events
@@ -256,7 +265,32 @@ def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tu
             writes += n_named
         return len(ids), events, writes
 
-    return asyncio.run(collect())
+    stats = asyncio.run(collect())
+    if breakdown is not None:
+        path = Path(os.environ[BREAKDOWN_ENV])
+        path.write_text(json.dumps({k: dict(v.most_common()) for k, v in breakdown.items()}, indent=1))
+        print(f"history events by workflow kind and event: {path}")
+    return stats
+
+
+BREAKDOWN_ENV = "BENCH_HISTORY_BREAKDOWN"
+
+
+def _count_events(breakdown: dict[str, Counter[str]], wf_id: str, events: Any) -> None:
+    kind = wf_id.split("/", 1)[0]
+    counter = breakdown[kind]
+    counter["(runs)"] += 1
+    for e in events:
+        name = EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            name += " " + e.activity_task_scheduled_event_attributes.activity_type.name
+        if e.HasField("workflow_execution_signaled_event_attributes"):
+            name += " " + e.workflow_execution_signaled_event_attributes.signal_name
+        if e.HasField("signal_external_workflow_execution_initiated_event_attributes"):
+            name += " " + e.signal_external_workflow_execution_initiated_event_attributes.signal_name
+        if e.HasField("marker_recorded_event_attributes"):
+            name += " " + e.marker_recorded_event_attributes.marker_name
+        counter[name] += 1
 
 
 WRITE_ACTIVITIES = {
