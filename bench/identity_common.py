@@ -15,7 +15,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -24,6 +24,7 @@ import kubernetes
 import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -228,6 +229,9 @@ def keystone_busy_since(offset: int) -> tuple[float, int]:
     return sum(found) / 1000, len(found)
 
 
+BREAKDOWN_ENV = "BENCH_HISTORY_BREAKDOWN"
+
+
 def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
     """(workflows, history events, scheduled activities named in `activity_names`) over every run.
     With BENCH_HISTORY_BREAKDOWN=<file>, also writes the events counted by workflow kind and event type
@@ -273,10 +277,7 @@ def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tu
     return stats
 
 
-BREAKDOWN_ENV = "BENCH_HISTORY_BREAKDOWN"
-
-
-def _count_events(breakdown: dict[str, Counter[str]], wf_id: str, events: Any) -> None:
+def _count_events(breakdown: dict[str, Counter[str]], wf_id: str, events: Iterable[HistoryEvent]) -> None:
     kind = wf_id.split("/", 1)[0]
     counter = breakdown[kind]
     counter["(runs)"] += 1
