@@ -10,6 +10,7 @@ from osprov.api import keystone_io as io
 from osprov.api.messages import (
     ResourceChange,
 )
+from tests.workflows import runstate
 from tests.workflows.harness import CONFIG, Harness, eventually
 
 
@@ -90,12 +91,15 @@ async def test_retry_interval_from_spec_sets_the_retry_timer(h: Harness) -> None
 
 
 async def test_resync_repairs_drift_made_outside(h: Harness) -> None:
-    await h.apply("Service", {"name": "cinderv3", "type": "volumev3", "description": "mine"})
+    wf = await h.apply("Service", {"name": "cinderv3", "type": "volumev3", "description": "mine"})
     await eventually(lambda: bool(h.cloud.statuses), "created")
     [svc] = h.cloud.of("service")
     h.cloud.objects["service"][svc.id] = svc.model_copy(
         update={"fields": svc.fields | {"description": "hand"}}
     )
+    # The status is seen before the task that wrote it closes: skipping time then can fire a timer that
+    # task cancels, and the test server strands the run with its clock held (runstate). Settle first.
+    await runstate.settle(h.env, wf.id)
     await h.env.sleep(601)  # the periodic forced resync
     await eventually(lambda: h.cloud.of("service")[0].fields["description"] == "mine", "drift repaired")
     assert h.cloud.of("service")[0].id == svc.id
