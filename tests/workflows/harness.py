@@ -98,12 +98,22 @@ class Harness:
                 break
         raise AssertionError(f"timed out waiting for: {what}")
 
+    async def sleep_settled(self, seconds: float) -> None:
+        """Skip server time once every run of the test has settled: a status is seen before the task that
+        wrote it closes, and a skip into that open task can fire a timer it cancels, which strands the run
+        with the server's clock held (runstate)."""
+        for workflow_id in self._workflow_ids():
+            await runstate.settle(self.env, workflow_id)
+        await self.env.sleep(seconds)
+
+    def _workflow_ids(self) -> list[str]:
+        return [h.id for h in self.started] + sorted(self.cloud.object_workflows)
+
     async def close(self) -> None:
         """Terminate what is still running, so no orphaned timer holds the module's test-server clock.
 
         Only a settled run: a run terminated with an activity in flight holds the clock (runstate)."""
-        ids = [h.id for h in self.started] + sorted(self.cloud.object_workflows)
-        for workflow_id in ids:
+        for workflow_id in self._workflow_ids():
             if not (await runstate.settle(self.env, workflow_id, deadline_s=60)).closed:
                 await self.env.client.get_workflow_handle(workflow_id).terminate("test finished")
 

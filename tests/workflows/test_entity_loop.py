@@ -10,7 +10,6 @@ from osprov.api import keystone_io as io
 from osprov.api.messages import (
     ResourceChange,
 )
-from tests.workflows import runstate
 from tests.workflows.harness import CONFIG, Harness, eventually
 
 
@@ -91,16 +90,13 @@ async def test_retry_interval_from_spec_sets_the_retry_timer(h: Harness) -> None
 
 
 async def test_resync_repairs_drift_made_outside(h: Harness) -> None:
-    wf = await h.apply("Service", {"name": "cinderv3", "type": "volumev3", "description": "mine"})
+    await h.apply("Service", {"name": "cinderv3", "type": "volumev3", "description": "mine"})
     await eventually(lambda: bool(h.cloud.statuses), "created")
     [svc] = h.cloud.of("service")
     h.cloud.objects["service"][svc.id] = svc.model_copy(
         update={"fields": svc.fields | {"description": "hand"}}
     )
-    # The status is seen before the task that wrote it closes: skipping time then can fire a timer that
-    # task cancels, and the test server strands the run with its clock held (runstate). Settle first.
-    await runstate.settle(h.env, wf.id)
-    await h.env.sleep(601)  # the periodic forced resync
+    await h.sleep_settled(601)  # the periodic forced resync
     await eventually(lambda: h.cloud.of("service")[0].fields["description"] == "mine", "drift repaired")
     assert h.cloud.of("service")[0].id == svc.id
 
@@ -188,7 +184,7 @@ async def test_transient_failure_retries_with_backoff(h: Harness) -> None:
     await h.apply("Role", {"name": "member"})
     await eventually(lambda: bool(h.cloud.statuses), "failure reported")
     assert "injected Conflict" in h.last_ready()["message"]
-    await h.env.sleep(6)
+    await h.sleep_settled(6)
     await eventually(lambda: h.last_ready()["status"] == "True", "recovered on the retry timer")
     assert len(h.cloud.of("role")) == 1
 
@@ -199,7 +195,8 @@ async def test_overdue_resync_does_not_spin_while_failing(h: Harness) -> None:
     await eventually(lambda: bool(h.cloud.statuses), "created")
     h.cloud.fail_next[io.FIND.name] = "Conflict"
     h.cloud.objects.clear()
-    await h.env.sleep(61)  # the resync runs into the injected failure, then keeps failing on Keystone's side
+    # The resync runs into the injected failure, then keeps failing on Keystone's side.
+    await h.sleep_settled(61)
     await eventually(lambda: h.last_ready()["status"] == "False", "failure reported")
     passes = (await h.state(wf)).passes
     await h.env.sleep(300)
@@ -212,6 +209,6 @@ async def test_a_refused_finalizer_is_reported_and_retried_not_a_failed_workflow
     wf = await h.apply("Domain", {"name": "d", "deletionPolicy": "delete"})
     await eventually(lambda: bool(h.cloud.statuses), "the refusal reported")
     assert h.last_ready()["status"] == "False" and "injected Invalid" in h.last_ready()["message"]
-    await h.env.sleep(6)  # past the first backoff
+    await h.sleep_settled(6)  # past the first backoff
     await eventually(lambda: h.last_ready()["status"] == "True", "retried and converged")
     assert (await wf.describe()).status is not None and h.cloud.finalizers

@@ -34,7 +34,7 @@ async def test_password_probe_runs_only_on_change_and_the_resync_logs_in_from_th
     await eventually(lambda: bool(h.cloud.statuses), "user reconciled")
     # A relist of the same generation: no probe.
     await h.signal(wf, 1, USER)
-    await h.env.sleep(300)
+    await h.sleep_settled(300)
     assert h.cloud.count(io.PROBE_PASSWORD.name) == 0
     # The periodic check is the sweep's scan, which logs in with the Secret's password; it is valid, so
     # the user's object is not woken: no probe of its own, nothing written.

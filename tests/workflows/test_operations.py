@@ -31,7 +31,7 @@ async def test_events_mark_what_happened_not_every_pass(h: Harness) -> None:
     await eventually(lambda: h.cloud.reasons(domain) == ["Created"], "the domain's one Event")
     project_events = [e for e in h.cloud.events if e.obj.uid == project]
     assert project_events[-1].event.note == "created project p in domain d"
-    await h.env.sleep(601)  # the periodic check (the Keystone sweep's scan): nothing new
+    await h.sleep_settled(601)  # the periodic check (the Keystone sweep's scan): nothing new
     await eventually(lambda: h.cloud.count(sw.SCAN.name) >= 1, "the sweep's scan ran")
     await h.signal(dwf, 2, {"name": "d", "description": "new"})
     await eventually(lambda: h.cloud.reasons(domain) == ["Created", "Updated"], "domain updated")
@@ -139,11 +139,11 @@ async def test_a_reconcile_request_runs_a_full_pass_now(h: Harness) -> None:
 async def test_resync_period_sets_how_often_the_sweep_checks_the_objects(h: Harness) -> None:
     await h.apply("Domain", {"name": "slow"}, name="slow")
     await eventually(lambda: _n(h, 1), "the slow domain reported")
-    await h.env.sleep(121)
+    await h.sleep_settled(121)
     assert h.cloud.count(sw.SCAN.name) == 0  # the default (600 s) is not due
     await h.apply("Domain", {"name": "fast", "resyncPeriod": "2m"}, name="fast")
     await eventually(lambda: _n(h, 2), "the fast domain reported")
-    await h.env.sleep(121)
+    await h.sleep_settled(121)
     await eventually(lambda: h.cloud.count(sw.SCAN.name) >= 1, "the 2m scan ran")
 
 
