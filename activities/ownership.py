@@ -17,23 +17,31 @@ A grant *to* a protected user (the controller's own) is made only when the allow
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import functools
 import os
+from datetime import timedelta
 from typing import Any
 
+import structlog
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowQueryRejectedError
-from temporalio.common import QueryRejectCondition, WorkflowIDReusePolicy
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from osprov.activities import cloud
 from osprov.activities.cloud import openstack_errors
-from osprov.activities.contract import implements, implements_async
+from osprov.activities.contract import implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
 from osprov.api.ownership import Claim, ObjectKey, ParentReady, Policy, Release, Watch
+
+log = structlog.get_logger("osprov.activities.ownership")
+
+# How long a watch waits for its parent's memo before falling back to the parent's signal answer.
+READ_PARENT_TIMEOUT = timedelta(seconds=1)
 
 # Built-in protections by object path (the bootstrap admin and the identity service's catalog entry).
 PROTECTED: dict[str, str] = {
@@ -95,12 +103,11 @@ async def claim(request: Claim) -> None:
 async def watch(request: Watch) -> ParentReady | None:
     """Ask an object's workflow (started if needed) to tell a dependent its ID, and to wake it on change.
 
-    When the object's record already holds its ID (a query: no history event), that is the answer, and
-    the watch carries it as `known_id`: the object only registers the watcher, and answers with a signal
-    only if its ID is no longer that one when the watch arrives (its handler compares, so a change between
-    this read and the watch is never missed). Else (None) the object answers with a parent-ready signal.
-    A domain with thousands of dependents thus writes one event per dependent instead of a step and a
-    signal back for each."""
+    When the object's memo already holds its ID, that is the answer, and the watch carries it as
+    `known_id`: the object only registers the watcher, and answers with a signal only if its ID is no
+    longer that one when the watch arrives (its handler compares, so a change between this read and the
+    watch is never missed). Else (None) the object answers with a parent-ready signal. A domain with
+    thousands of dependents thus writes one event per dependent instead of a step and a signal back each."""
     known = await _read_parent(request.keystone, request.key)
     if known is not None:
         request = request.model_copy(update={"known_id": known.id})
@@ -109,21 +116,24 @@ async def watch(request: Watch) -> ParentReady | None:
 
 
 async def _read_parent(keystone: str, key: ObjectKey) -> ParentReady | None:
-    """The object's own answer if its workflow runs and holds its ID; None on any doubt (not running,
-    first task not done yet, query failed): the watch's signal answer is then the way, as before."""
+    """The object's ID from its running workflow's memo; None on any doubt (not running, no ID yet, an
+    older worker's run without the memo, the server slow to answer): the signal answer is then the way.
+
+    A describe, not a query: the server answers it from its record of the run, while a query waits for a
+    worker's task and is refused ("consistent query buffer is full", retried for ~10 s) when the parent is
+    busy with the watches of hundreds of dependents, as a shared domain is in a cold apply."""
     workflow_id = key.workflow_id(keystone, activity.info().task_queue)
     handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(workflow_id)
     try:
-        known = await handle.query(
-            own.QUERY_PARENT,
-            result_type=ParentReady | None,  # type: ignore[arg-type]
-            reject_condition=QueryRejectCondition.NOT_OPEN,  # a closed run's record is not news
-        )
-    except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError):
+        described = await handle.describe(rpc_timeout=READ_PARENT_TIMEOUT)
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            return None  # a closed run's record is not news
+        known = await described.memo_value(own.MEMO_ID, None, type_hint=str)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            log.info("parent's memo unread, answer by signal", parent=str(key), reason=err.status.name)
         return None
-    if not isinstance(known, ParentReady) or not known.present or not known.id:
-        return None
-    return known
+    return ParentReady(key=key, present=True, id=known) if known else None
 
 
 @implements_async(own.RELEASE)
@@ -193,9 +203,11 @@ def controller_paths() -> dict[str, str]:
     return _controller_paths(settings.cloud, settings.config_file)
 
 
-@implements(own.POLICY)
-def policy(request: ObjectKey) -> Policy:
-    return policy_for(request, controller_paths())
+@implements_async(own.POLICY)
+async def policy(request: ObjectKey) -> Policy:
+    # Async, so a claim's first task never waits for one of the activity threads behind Keystone calls:
+    # the controller's paths are read once (in a thread of their own) and cached, the rest is a match.
+    return policy_for(request, await asyncio.to_thread(controller_paths))
 
 
 ACTIVITIES = [claim, watch, release, unwatch, policy]

@@ -23,7 +23,9 @@ SIGNAL_WATCH = "watch"
 SIGNAL_OBJECT_RESULT = "object_result"
 SIGNAL_PARENT_READY = "parent_ready"
 QUERY_OBJECT = "object"
-QUERY_PARENT = "parent"  # ParentReady | None: what the object holds now, if it exists (no history event)
+# The object's ID in its workflow's memo (absent when it does not exist): a dependent's watch reads it by
+# describing the run, which the server answers from its own record (no worker task, no query buffer).
+MEMO_ID = "osprov_id"
 WORKFLOW_TYPE = "KeystoneObject"
 
 ObjectKind = Literal["domain", "project", "role", "group", "user", "service", "endpoint", "grant"]
@@ -155,8 +157,8 @@ class Watch(_Frozen):
     keystone: str
     watcher: str  # workflow ID of the dependent object's workflow
     key: ObjectKey
-    # The ID the watcher already read from the object's record (QUERY_PARENT): the object registers the
-    # watcher and answers only if that is no longer what it holds (no step, no signal back per watcher).
+    # The ID the watcher already read from the object's memo (MEMO_ID): the object registers the watcher
+    # and answers only if that is no longer what it holds (no step, no signal back per watcher).
     known_id: str | None = None
 
 
@@ -224,7 +226,7 @@ class ObjectInput(_Frozen):
 
 # --- the messaging activities (a workflow cannot signal-with-start another one by itself) -------------
 CLAIM: Activity[Claim, None] = Activity("ownership.claim", Claim, type(None))
-# A watch answers at once when the object's record already holds its ID (None: the answer comes as a
+# A watch answers at once when the object's memo already holds its ID (None: the answer comes as a
 # parent-ready signal); recorded runs from before that carry None.
 WATCH: Activity[Watch, ParentReady | None] = Activity(
     "ownership.watch",

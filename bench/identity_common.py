@@ -23,7 +23,7 @@ from typing import Any, cast
 import kubernetes
 import yaml
 from openstack.identity.v3._proxy import Proxy as Identity
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -281,6 +281,7 @@ def _count_events(breakdown: dict[str, Counter[str]], wf_id: str, events: Iterab
     kind = wf_id.split("/", 1)[0]
     counter = breakdown[kind]
     counter["(runs)"] += 1
+    n_events = 0
     for e in events:
         name = EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
         if e.HasField("activity_task_scheduled_event_attributes"):
@@ -291,7 +292,12 @@ def _count_events(breakdown: dict[str, Counter[str]], wf_id: str, events: Iterab
             name += " " + e.signal_external_workflow_execution_initiated_event_attributes.signal_name
         if e.HasField("marker_recorded_event_attributes"):
             name += " " + e.marker_recorded_event_attributes.marker_name
+        if e.HasField("workflow_task_timed_out_event_attributes"):
+            name += " " + TimeoutType.Name(e.workflow_task_timed_out_event_attributes.timeout_type)
         counter[name] += 1
+        n_events += 1
+    # How the runs' lengths spread: a few long histories (a parent's) or many middling ones.
+    counter[f"(runs of {n_events // 10 * 10}-{n_events // 10 * 10 + 9} events)"] += 1
 
 
 WRITE_ACTIVITIES = {

@@ -70,8 +70,20 @@ IN_RELEASE_2: frozenset[str] = frozenset(
     }
 )
 
+# The release after that (frozen once it lands, like the others).
+RELEASE_3 = "osprov-release-2026-12c"
+IN_RELEASE_3: frozenset[str] = frozenset(
+    {
+        "keystone-id-in-memo",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
-RELEASES: tuple[tuple[str, frozenset[str]], ...] = ((RELEASE, IN_RELEASE), (RELEASE_2, IN_RELEASE_2))
+RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
+    (RELEASE, IN_RELEASE),
+    (RELEASE_2, IN_RELEASE_2),
+    (RELEASE_3, IN_RELEASE_3),
+)
 
 
 def release_marker(patch_id: str) -> str | None:

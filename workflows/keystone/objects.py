@@ -47,6 +47,9 @@ ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
 # The parents' answers to a step's own watch end that step's wait; before, each answer also marked the
 # object dirty, so every new object ran a second step (one more Keystone read) right after its first.
 PATCH_ANSWER_ENDS_WAIT = "keystone-parent-answer-ends-wait"
+# An object with dependents keeps its ID in its memo (own.MEMO_ID), where their watches read it without
+# a query (activities/ownership.py watch). Only objects with watchers pay its marker and memo events.
+PATCH_ID_IN_MEMO = "keystone-id-in-memo"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -62,6 +65,7 @@ class KeystoneObjectWorkflow:
         self._parent_answers: dict[str, ParentReady] = {}  # path -> a parent's latest answer
         self._asking: set[str] = set()  # parents whose answer the running step waits for (and consumes)
         self._regroup = False  # a hold arrived: only the sweep report changes
+        self._published: str | None = None  # the ID this run's memo holds (own.MEMO_ID)
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
     def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
@@ -97,7 +101,7 @@ class KeystoneObjectWorkflow:
         if watch.watcher not in s.watchers:
             s.watchers.append(watch.watcher)
         if watch.known_id is not None and s.present and s.id == watch.known_id:
-            return  # the watcher read this ID from the record (QUERY_PARENT): registered, nothing to tell
+            return  # the watcher read this ID from the memo (MEMO_ID): registered, nothing to tell
         self._new_watchers.append(watch.watcher)
         self._dirty = True
 
@@ -154,14 +158,6 @@ class KeystoneObjectWorkflow:
         seconds = self.s.heartbeat_seconds if self.s is not None else None
         return None if seconds is None else timedelta(seconds=seconds)
 
-    @workflow.query(name=own.QUERY_PARENT)
-    def parent(self) -> ParentReady | None:
-        """What a dependent's watch needs (activities/ownership.py watch): the ID, if the object exists."""
-        s = self.s
-        if s is None or not s.present or not s.id:
-            return None
-        return ParentReady(key=s.key, present=True, id=s.id)
-
     @workflow.query(name=own.QUERY_OBJECT)
     def record(self) -> ObjectState | None:
         """The ownership record and single-writer state (also what `osprov status` shows)."""
@@ -177,6 +173,7 @@ class KeystoneObjectWorkflow:
                     s.claims.append(c)
             s.watchers += [w for w in self.s.watchers if w not in s.watchers]
         self.s = s
+        self._published = workflow.memo_value(own.MEMO_ID, None, type_hint=str)  # carried by continue-as-new
         self._dirty = True
         while True:
             with contextlib.suppress(TimeoutError):
@@ -193,6 +190,7 @@ class KeystoneObjectWorkflow:
             self._dirty = self._regroup = False
             s.passes += 1
             await self._step()
+            self._publish_id()
             if self._finished():
                 await self._report(None)
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -200,7 +198,21 @@ class KeystoneObjectWorkflow:
             if workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 s.passes = 0
-                workflow.continue_as_new(own.ObjectInput(keystone=s.keystone, key=s.key, carried=s))
+                memo = {own.MEMO_ID: self._published} if self._published else None
+                workflow.continue_as_new(
+                    own.ObjectInput(keystone=s.keystone, key=s.key, carried=s), memo=memo
+                )
+
+    def _publish_id(self) -> None:
+        """Keep the memo's ID what this object holds, once it has dependents (and while it had them)."""
+        s = self.st
+        current = s.id if s.present else None
+        if current == self._published or not (s.watchers or self._published):
+            return
+        if not patches.patched(PATCH_ID_IN_MEMO):
+            return  # a run recorded before the memo: its dependents are answered by signal, as then
+        workflow.upsert_memo({own.MEMO_ID: current})  # None removes the key: absent means "ask"
+        self._published = current
 
     def _finished(self) -> bool:
         s = self.st
