@@ -35,6 +35,10 @@ class ClaimsState(KindState):
     seq: int = 0  # of the latest claim sent
     upgraded: bool = False  # this run took the ownership path (runs started before it keep the old one)
     held: bool = False  # paused: its objects were told (the sweep does not wake them for it)
+    # The claims (digest) whose answer timed out, and since when: a retry waits for that answer instead
+    # of claiming again (workflows/keystone/common.py _claim).
+    late: str | None = None
+    late_since: datetime | None = None
 
 
 class KeystoneState(ClaimsState):

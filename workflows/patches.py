@@ -75,6 +75,7 @@ RELEASE_3 = "osprov-release-2026-12c"
 IN_RELEASE_3: frozenset[str] = frozenset(
     {
         "keystone-id-in-memo",
+        "keystone-late-answer-awaited",
     }
 )
 

@@ -376,3 +376,20 @@ async def keystone_object_registered_watch(h: Harness, _: str) -> str:
 # The dependent's watch reading its parent's record (activities/ownership.py watch, Watch.known_id).
 SCENARIOS["KeystoneObject-read-parent"] = keystone_object_read_parent
 SCENARIOS["KeystoneObject-registered-watch"] = keystone_object_registered_watch
+
+
+async def domain_late_answer(h: Harness, _: str) -> str:
+    """A Domain whose first claim is never answered: its retries wait for that answer, the claim goes out
+    again after LATE_CLAIM_RESEND (patch keystone-late-answer-awaited)."""
+    h.cloud.lose_claims = 1
+    wf = await h.apply("Domain", {"name": "d"}, name="d", uid="replay-late")
+    await eventually(lambda: len(h.cloud.claims) == 1, "the first claim")
+    await h.sleep_settled(61)
+    await eventually(lambda: bool(h.cloud.statuses), "the late answer reported")
+    await h.sleep_settled(70)
+    await h.sleep_settled(600)
+    await h.until(lambda: h.last_ready()["status"] == "True", "created after the claim went out again")
+    return str(wf.id)
+
+
+SCENARIOS["Domain-late-answer"] = domain_late_answer

@@ -45,6 +45,8 @@ class FakeCloud:
     # The operator policy the fake worker applies (the real one reads the environment and the controller's
     # own identity from Keystone): controller object paths -> why they are protected.
     controller: dict[str, str] = field(default_factory=dict)
+    claims: list[own.Claim] = field(default_factory=list)  # every claim a resource sent, in order
+    lose_claims: int = 0  # the next N claims are never delivered (as to an object's workflow terminated)
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
@@ -188,6 +190,10 @@ class FakeCloud:
 
         @activity.defn(name=own.CLAIM.name)
         async def claim(req: own.Claim) -> None:
+            cloud.claims.append(req)
+            if cloud.lose_claims > 0:
+                cloud.lose_claims -= 1
+                return
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.claim(req)
 

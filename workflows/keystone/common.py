@@ -39,6 +39,13 @@ OWNERSHIP_PATCH = "keystone-ownership"
 # How long a pass waits for the objects' answers (each is a few Keystone calls away); longer means an
 # object workflow is stuck (Keystone down): the pass fails visibly and is retried.
 ANSWER_TIMEOUT = timedelta(seconds=60)
+# A claim whose answer is late stays in the objects' inboxes (its signal was accepted), so a retry waits
+# for that answer instead of claiming again: at 2,000 resources the objects' workflows were minutes
+# behind, and every resource re-claimed each minute, each re-claim one more step (a Keystone read) and
+# answer for its object, which put them further behind. After this long the claims go out again (an
+# object's workflow an operator terminated is started again by the claim).
+LATE_CLAIM_RESEND = timedelta(minutes=10)
+PATCH_LATE_ANSWER_AWAITED = "keystone-late-answer-awaited"
 
 Claims = dict[str, tuple[ObjectKey, Desired]]  # object path -> (key, what this resource declares)
 
@@ -152,36 +159,53 @@ class KeystoneEntity(Entity[SpecT, KindT]):
 
     async def _claim(self, spec: CommonSpec, wanted: Claims, full: bool) -> None:
         k = self.claim_state
+        claimant = self.claimant()
+        claims = [
+            Claim(
+                keystone=self.st.config.keystone_name,
+                claimant=claimant,
+                key=key,
+                desired=desired,
+                deletion_policy=spec.deletion_policy.value,
+                seq=k.seq + 1,
+                full=full,
+                binding=binding_of(spec),
+                heartbeat_seconds=self.st.config.heartbeat_seconds,
+                resync_seconds=self.ops.resync_seconds(),
+            )
+            for key, desired in wanted.values()
+        ]
+        what = "the answers of the Keystone objects' workflows"
+        fingerprint = sweep.digest({"claims": [c.model_dump(mode="json", exclude={"seq"}) for c in claims]})
+        if self._still_late(fingerprint, list(wanted)) and patches.patched(PATCH_LATE_ANSWER_AWAITED):
+            self.set_step(f"waiting for the late answers of {', '.join(str(c.key) for c in claims)}")
+            await self._await_answers(k.seq, list(wanted), what, fingerprint)
+            return
         k.held = False  # a claim lifts a hold (the object's claim handler does the same)
         k.seq += 1
-        seq, claimant = k.seq, self.claimant()
         for path, (key, _) in wanted.items():
             k.claimed[path] = key
-        self.set_step(f"claiming {', '.join(str(key) for key, _ in wanted.values())}")
+        self.set_step(f"claiming {', '.join(str(c.key) for c in claims)}")
         await asyncio.gather(
-            *(
-                call_local(
-                    own.CLAIM,
-                    Claim(
-                        keystone=self.st.config.keystone_name,
-                        claimant=claimant,
-                        key=key,
-                        desired=desired,
-                        deletion_policy=spec.deletion_policy.value,
-                        seq=seq,
-                        full=full,
-                        binding=binding_of(spec),
-                        heartbeat_seconds=self.st.config.heartbeat_seconds,
-                        resync_seconds=self.ops.resync_seconds(),
-                    ),
-                    summary=f"declare {key} to its workflow",
-                )
-                for key, desired in wanted.values()
-            )
+            *(call_local(own.CLAIM, c, summary=f"declare {c.key} to its workflow") for c in claims)
         )
-        await self._await_answers(seq, list(wanted), "the answers of the Keystone objects' workflows")
+        await self._await_answers(k.seq, list(wanted), what, fingerprint)
 
-    async def _await_answers(self, seq: int, paths: list[str], what: str) -> None:
+    def _still_late(self, fingerprint: str, paths: list[str]) -> bool:
+        """The same claims (a full pass's too) as the ones whose answer is late, still unanswered, sent
+        less than LATE_CLAIM_RESEND ago (an answer that came, even an error, is acted on by claiming again)."""
+        k = self.claim_state
+        return (
+            not k.held
+            and k.late == fingerprint
+            and any(p not in k.results or k.results[p].seq < k.seq for p in paths)
+            and k.late_since is not None
+            and workflow.now() - k.late_since < LATE_CLAIM_RESEND
+        )
+
+    async def _await_answers(
+        self, seq: int, paths: list[str], what: str, fingerprint: str | None = None
+    ) -> None:
         k = self.claim_state
         self._awaiting = seq
         try:
@@ -192,9 +216,14 @@ class KeystoneEntity(Entity[SpecT, KindT]):
             )
         except TimeoutError:
             late = [p for p in paths if p not in k.results or k.results[p].seq < seq]
-            raise PassFailed(f"no answer yet from the workflows of {', '.join(late)} — retrying") from None
+            if fingerprint is not None and k.late != fingerprint:
+                k.late, k.late_since = fingerprint, workflow.now()
+            raise PassFailed(
+                f"no answer yet from the workflows of {', '.join(late)} — still waiting"
+            ) from None
         finally:
             self._awaiting = None
+        k.late = k.late_since = None
 
     def render(self, results: list[ObjectResult]) -> Outcome:
         """The Ready condition from the answers: the first problem, or everything that was done."""
