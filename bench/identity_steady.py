@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 
 from bench.identity_common import (
     WRITE_ACTIVITIES,
+    StackEnv,
     all_ready,
     apply_example,
     cleanup_keystone,
@@ -29,6 +31,24 @@ from bench.identity_common import (
 )
 from bench.report import Figure, print_figures
 from devenv.openstack.infra import mysql_exec
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One read of every history of the run, timed at its midpoint (the reads take seconds)."""
+
+    at: float
+    workflows: int
+    events: int
+    writes: int
+    probes: int
+
+
+def snapshot(env: StackEnv, namespace: str) -> Seen:
+    start = time.monotonic()
+    workflows, events, writes = history_stats(env, namespace, WRITE_ACTIVITIES)
+    probes = history_stats(env, namespace, {"keystone.probe_password"})[2]
+    return Seen((start + time.monotonic()) / 2, workflows, events, writes, probes)
 
 
 def failed_logins(domain_name: str) -> tuple[int, int]:
@@ -52,25 +72,25 @@ def measure(resync: float = 10.0, ticks: int = 3) -> list[Figure]:
             resources = apply_example(osprov, "cinder", tag)
             wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)
             time.sleep(resync * 1.5)  # benchmark pacing (not synchronisation): past the first resync
-            requests0 = proxy.connections_seen
-            _, events0, writes0 = history_stats(env, osprov.namespace, WRITE_ACTIVITIES)
-            probes0 = history_stats(env, osprov.namespace, {"keystone.probe_password"})[2]
-            cpu0, t0 = worker_cpu(osprov), time.monotonic()
+            # Each counter over its own window: reading every history takes seconds, in which the sweep
+            # ticks on (a window that counted those ticks but timed only the sleep said 5 ticks were 3).
+            seen0 = snapshot(env, osprov.namespace)
+            requests0, cpu0, t0 = proxy.connections_seen, worker_cpu(osprov), time.monotonic()
             time.sleep(resync * ticks)  # the measured window: nothing changes, only resyncs run
+            requests, cpu = proxy.connections_seen - requests0, worker_cpu(osprov) - cpu0
             elapsed = time.monotonic() - t0
-            cpu = worker_cpu(osprov) - cpu0
-            requests = proxy.connections_seen - requests0
-            workflows, events1, writes1 = history_stats(env, osprov.namespace, WRITE_ACTIVITIES)
-            probes = history_stats(env, osprov.namespace, {"keystone.probe_password"})[2] - probes0
+            seen1 = snapshot(env, osprov.namespace)
             users, failed = failed_logins(f"service-{tag}")
     finally:
         cleanup_keystone(ks, tag)
     per = len(resources) * (elapsed / resync)
+    per_read = len(resources) * ((seen1.at - seen0.at) / resync)  # between the two reads' midpoints
+    probes = seen1.probes - seen0.probes
     counts = {
         "Keystone requests per resource per tick": round(requests / per, 2),
-        "Keystone writes per resource per tick": round((writes1 - writes0) / per, 2),
+        "Keystone writes per resource per tick": round((seen1.writes - seen0.writes) / per_read, 2),
         "failed logins": failed,
-        "history events per resource per tick": round((events1 - events0) / per, 1),
+        "history events per resource per tick": round((seen1.events - seen0.events) / per_read, 1),
     }
     met = (
         counts["Keystone requests per resource per tick"] <= 1
@@ -81,7 +101,7 @@ def measure(resync: float = 10.0, ticks: int = 3) -> list[Figure]:
     extra = counts | {
         "password probes in the window": probes,
         "users": users,
-        "workflows": workflows,
+        "workflows": seen1.workflows,
         "ticks": round(elapsed / resync, 1),
         "worker CPU % of one core": round(100 * cpu / elapsed, 1),
     }
