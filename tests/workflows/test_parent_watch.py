@@ -115,8 +115,8 @@ async def test_a_parent_gone_from_keystone_clears_its_id_from_its_memo(h: Harnes
     domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
     await eventually(lambda: _memo_is(domain, dom.id), "the domain's ID in its memo")
 
-    del h.cloud.objects["domain"][dom.id]  # deleted outside osprov; the sweep would wake its object so
-    await domain.signal(sw.SIGNAL_RESYNC, "test: the domain is gone")
+    del h.cloud.objects["domain"][dom.id]  # deleted outside osprov
+    await domain.signal(sw.SIGNAL_RESYNC, "test: the domain is gone")  # what the sweep sends on drift
     await eventually(lambda: _memo_is(domain, None), "the domain's ID gone from its memo")
 
 

@@ -198,10 +198,15 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         return (
             not k.held
             and k.late == fingerprint
-            and any(p not in k.results or k.results[p].seq < k.seq for p in paths)
+            and bool(self._unanswered(k.seq, paths))
             and k.late_since is not None
             and workflow.now() - k.late_since < LATE_CLAIM_RESEND
         )
+
+    def _unanswered(self, seq: int, paths: list[str]) -> list[str]:
+        """The objects (paths) whose latest answer is older than claim `seq`."""
+        results = self.claim_state.results
+        return [p for p in paths if p not in results or results[p].seq < seq]
 
     async def _await_answers(
         self, seq: int, paths: list[str], what: str, fingerprint: str | None = None
@@ -210,12 +215,12 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         self._awaiting = seq
         try:
             await workflow.wait_condition(
-                lambda: all(p in k.results and k.results[p].seq >= seq for p in paths),
+                lambda: not self._unanswered(seq, paths),
                 timeout=ANSWER_TIMEOUT,
                 timeout_summary=f"wait for {what}",
             )
         except TimeoutError:
-            late = [p for p in paths if p not in k.results or k.results[p].seq < seq]
+            late = self._unanswered(seq, paths)
             if fingerprint is not None and k.late != fingerprint:
                 k.late, k.late_since = fingerprint, workflow.now()
             raise PassFailed(
