@@ -65,13 +65,22 @@ KindT = TypeVar("KindT", bound=BaseModel)
 
 
 class PassFailed(Exception):
-    """A pass that cannot finish: the message says what to fix (it goes to the condition)."""
+    """A pass that cannot finish: the message says what to fix (it goes to the condition). `retry_in`: when
+    the next pass is due, instead of the backoff (a pass that waits for news which wakes the loop itself)."""
 
-    def __init__(self, message: str, *, reason: str = "ReconcileError", retry: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "ReconcileError",
+        retry: bool = True,
+        retry_in: timedelta | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
         self.retry = retry
+        self.retry_in = retry_in
 
 
 class StatusBase(TypedDict):
@@ -464,8 +473,9 @@ class Entity(Generic[SpecT, KindT]):
         await self._publish(change, outcome.conditions)
 
     async def _failed(self, change: ResourceChange, spec: SpecT, err: BaseException) -> None:
+        retry_in = None
         if isinstance(err, PassFailed):
-            message, reason, retry = err.message, err.reason, err.retry
+            message, reason, retry, retry_in = err.message, err.reason, err.retry, err.retry_in
         else:
             message, reason, retry = failure_message(err), "ReconcileError", True
         self._count("error", reason)
@@ -479,7 +489,10 @@ class Entity(Generic[SpecT, KindT]):
                 self.st.config.backoff_initial_seconds * 2 ** (self.st.failures - 1),
                 self.st.config.backoff_max_seconds,
             )
-            delay = base.total_seconds() if base else backoff
+            if retry_in is not None:
+                delay = retry_in.total_seconds()
+            else:
+                delay = base.total_seconds() if base else backoff
             self.st.retry_at = workflow.now() + timedelta(seconds=delay)
             self.set_step(f"failed, retrying at {self.st.retry_at:%H:%M:%S}: {message}")
         else:

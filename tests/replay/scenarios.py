@@ -393,3 +393,20 @@ async def domain_late_answer(h: Harness, _: str) -> str:
 
 
 SCENARIOS["Domain-late-answer"] = domain_late_answer
+
+
+async def domain_late_answer_wakes(h: Harness, _: str) -> str:
+    """A Domain whose first claim reaches its object minutes late: no retry in between, the answer wakes it
+    and answers the pass (patch keystone-late-answer-wakes)."""
+    h.cloud.hold_claims = 1
+    wf = await h.apply("Domain", {"name": "d"}, name="d", uid="replay-late-wakes")
+    await eventually(lambda: len(h.cloud.held) == 1, "the first claim")
+    await h.sleep_settled(61)
+    await eventually(lambda: bool(h.cloud.statuses), "the late answer reported")
+    await h.sleep_settled(130)
+    await h.deliver_held()
+    await h.until(lambda: h.last_ready()["status"] == "True", "Ready from the late answer")
+    return str(wf.id)
+
+
+SCENARIOS["Domain-late-answer-wakes"] = domain_late_answer_wakes

@@ -47,6 +47,8 @@ class FakeCloud:
     controller: dict[str, str] = field(default_factory=dict)
     claims: list[own.Claim] = field(default_factory=list)  # every claim a resource sent, in order
     lose_claims: int = 0  # the next N claims are never delivered (as to an object's workflow terminated)
+    hold_claims: int = 0  # the next N claims wait in `held` until the test delivers them (an object behind)
+    held: list[own.Claim] = field(default_factory=list)
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
@@ -193,6 +195,10 @@ class FakeCloud:
             cloud.claims.append(req)
             if cloud.lose_claims > 0:
                 cloud.lose_claims -= 1
+                return
+            if cloud.hold_claims > 0:
+                cloud.hold_claims -= 1
+                cloud.held.append(req)
                 return
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             await ownership.claim(req)

@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from temporalio.client import WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from osprov.api import ownership as own
 from osprov.api import sweep
 from osprov.api.messages import (
     QUERY_STATE,
@@ -129,6 +131,22 @@ class Harness:
         """Signal a settled run whose next timer is not about to fire (runstate: a test-server bug)."""
         await runstate.quiet_timers(self.env, handle.id, TIMER_GUARD_S)
         await handle.signal(signal, arg)
+
+    async def deliver_held(self) -> None:
+        """Deliver the claims the fake held back (FakeCloud.hold_claims), as the claim activity would have."""
+        while self.cloud.held:
+            claim = self.cloud.held.pop(0)
+            workflow_id = claim.key.workflow_id(claim.keystone, self.queue)
+            self.cloud.object_workflows.add(workflow_id)
+            await self.env.client.start_workflow(
+                own.WORKFLOW_TYPE,
+                own.ObjectInput(keystone=claim.keystone, key=claim.key),
+                id=workflow_id,
+                task_queue=self.queue,
+                start_signal=own.SIGNAL_CLAIM,
+                start_signal_args=[claim],
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            )
 
     async def state(self, handle: WorkflowHandle[Any, Any]) -> EntityState:
         return await handle.query(QUERY_STATE, result_type=EntityState)
