@@ -232,10 +232,13 @@ def keystone_busy_since(offset: int) -> tuple[float, int]:
 BREAKDOWN_ENV = "BENCH_HISTORY_BREAKDOWN"
 
 
-def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tuple[int, int, int]:
+def history_stats(
+    env: StackEnv, namespace: str, activity_names: set[str], longest: dict[str, Any] | None = None
+) -> tuple[int, int, int]:
     """(workflows, history events, scheduled activities named in `activity_names`) over every run.
     With BENCH_HISTORY_BREAKDOWN=<file>, also writes the events counted by workflow kind and event type
-    (activities, signals and markers by name) to that file: where a figure's events go."""
+    (activities, signals and markers by name) to that file: where a figure's events go. `longest`, if
+    given, gets the longest run's events, bytes and workflow kind (what bounds history size at scale)."""
     breakdown: dict[str, Counter[str]] | None = (
         defaultdict(Counter) if os.environ.get(BREAKDOWN_ENV) else None
     )
@@ -251,6 +254,12 @@ def history_stats(env: StackEnv, namespace: str, activity_names: set[str]) -> tu
                 history = await client.get_workflow_handle(wf_id, run_id=run_id).fetch_history()
             if breakdown is not None:
                 _count_events(breakdown, wf_id, history.events)
+            if longest is not None and len(history.events) > longest.get("events", 0):
+                longest.update(
+                    events=len(history.events),
+                    bytes=sum(e.ByteSize() for e in history.events),
+                    kind=wf_id.split("/", 1)[0],
+                )
             named = sum(
                 1
                 for e in history.events
