@@ -1,10 +1,12 @@
-"""The Keystone sweep's activities (api/sweep.py): reports to the sweep workflow, and the drift scan.
+"""The Keystone sweep's activities (api/sweep.py): reports to their shard, a shard's wake of the lead, and
+the drift scan.
 
 `scan` is the one activity that reads more than one object: a read-only list per reported kind (the same
 projection, `keystone.to_object`, that an object workflow's read digests), one list of role assignments,
-and one login per password osprov manages. It writes nothing; what differs is returned and the sweep
-wakes those objects' workflows, which decide and write as always. The reports are read with a query,
-not passed as input, so the sweep's history stays one activity per tick however many objects there are.
+and one login per password osprov manages. It writes nothing; what differs is returned and the lead
+wakes those objects' workflows, which decide and write as always. The reports are read with a query per
+shard, not passed as input, so the lead's history stays one activity per tick however many objects there
+are, and no payload holds more than one shard's reports.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import logging
 from typing import Any
 
 from temporalio import activity
-from temporalio.service import RPCError
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from osprov.activities import cloud, keystone, ownership
 from osprov.activities.cloud import openstack_errors
@@ -23,36 +26,116 @@ from osprov.activities.contract import implements_async
 from osprov.activities.errors import transient
 from osprov.api import sweep as sw
 from osprov.api.keystone_io import Grant
-from osprov.api.sweep import Drift, Forget, Report, Scan, ScanResult, SweepInput, SweepState, Swept
+from osprov.api.sweep import (
+    Drift,
+    Forget,
+    Report,
+    Scan,
+    ScanResult,
+    ShardInput,
+    SweepInput,
+    SweepState,
+    Swept,
+    Wake,
+)
 
 log = logging.getLogger(__name__)
 
 
-async def _signal_with_start(keystone_name: str, signal: str, arg: object) -> None:
-    workflow_id = sw.workflow_id(keystone_name, activity.info().task_queue)
-    start = SweepInput(keystone=keystone_name)
-    label = f"the drift scan of the Keystone objects of {keystone_name}"
-    await ownership.signal_with_start(sw.WORKFLOW_TYPE, start, workflow_id, signal, arg, label=label)
-
-
 @implements_async(sw.REPORT)
 async def report(request: Report) -> None:
-    await _signal_with_start(request.keystone, sw.SIGNAL_REPORT, request)
+    """To the report's shard, started if needed."""
+    keystone_name, queue = request.keystone, activity.info().task_queue
+    shard = sw.shard_of(request.swept.key.path)
+    start = ShardInput(keystone=keystone_name, shard=shard)
+    workflow_id = sw.shard_workflow_id(keystone_name, queue, shard)
+    label = f"the drift reports of the Keystone objects of {keystone_name} (shard {shard})"
+    await ownership.signal_with_start(
+        sw.SHARD_WORKFLOW_TYPE, start, workflow_id, sw.SIGNAL_REPORT, request, label=label
+    )
 
 
 @implements_async(sw.FORGET)
 async def forget(request: Forget) -> None:
-    await _signal_with_start(request.keystone, sw.SIGNAL_FORGET, request)
+    """To the report's shard and to the lead (which holds reports sent before the shards), if running:
+    a forget starts nothing."""
+    queue, client = activity.info().task_queue, activity.client()
+    for workflow_id in (
+        sw.shard_workflow_id(request.keystone, queue, sw.shard_of(request.path)),
+        sw.workflow_id(request.keystone, queue),
+    ):
+        try:
+            await client.get_workflow_handle(workflow_id).signal(sw.SIGNAL_FORGET, request)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise transient(
+                    f"cannot reach the drift scan of {request.keystone}: {err.status.name}"
+                ) from None
+
+
+@implements_async(sw.WAKE)
+async def wake(request: Wake) -> None:
+    """A shard's summary to the lead, started if needed (the first report of a deployment starts it)."""
+    workflow_id = sw.workflow_id(request.keystone, activity.info().task_queue)
+    start = SweepInput(keystone=request.keystone)
+    label = f"the drift scan of the Keystone objects of {request.keystone}"
+    await ownership.signal_with_start(
+        sw.WORKFLOW_TYPE, start, workflow_id, sw.SIGNAL_WAKE, request, label=label
+    )
+
+
+Located = dict[str, tuple[Swept, str]]  # path -> (report, the workflow ID of the table holding it)
+
+
+async def read_reports(client: Client, request: Scan) -> tuple[Located, list[str]]:
+    """Every report to compare, by path, with the shard it came from ("" = the lead's own table), and the
+    lead's reports that a shard holds too (stale: the object reports to its shard now)."""
+
+    async def table(workflow_id: str) -> dict[str, Swept]:
+        try:
+            state = await client.get_workflow_handle(workflow_id).query(
+                sw.QUERY_SWEPT, result_type=SweepState
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return {}  # a shard that ended (or never ran) holds nothing
+            raise transient(f"cannot read the sweep's reports: {err.status.name}") from None
+        return state.swept if state is not None else {}
+
+    lead, *shards = await asyncio.gather(table(request.sweep_workflow_id), *map(table, request.shards))
+    located: Located = {}
+    for workflow_id, reports in zip(request.shards, shards, strict=True):
+        located |= {path: (x, workflow_id) for path, x in reports.items()}
+    stale = [path for path in lead if path in located]
+    located |= {path: (x, "") for path, x in lead.items() if path not in located}
+    return located, stale
+
+
+async def read_all(client: Client, keystone_name: str, task_queue: str) -> tuple[SweepState, Located]:
+    """The lead's state and every report its next scan would compare (tools and tests read them so)."""
+    lead = sw.workflow_id(keystone_name, task_queue)
+    try:
+        state = await client.get_workflow_handle(lead).query(sw.QUERY_SWEPT, result_type=SweepState)
+    except RPCError as err:
+        raise transient(f"cannot read the sweep's reports: {err.status.name}") from None
+    shards = [sw.shard_workflow_id(keystone_name, task_queue, n) for n in sorted(state.shards)]
+    located, _ = await read_reports(client, Scan(sweep_workflow_id=lead, shards=shards))
+    return state, located
+
+
+def locate(drifted: list[Drift], located: Located) -> list[Drift]:
+    """Each drift with the object's workflow to wake and the table that holds its report."""
+    return [
+        d.model_copy(update={"workflow_id": located[d.path][0].workflow_id, "table": located[d.path][1]})
+        for d in drifted
+    ]
 
 
 @implements_async(sw.SCAN)
 async def scan(request: Scan) -> ScanResult:
-    handle = activity.client().get_workflow_handle(request.sweep_workflow_id)
-    try:
-        state = await handle.query(sw.QUERY_SWEPT, result_type=SweepState)
-    except RPCError as err:
-        raise transient(f"cannot read the sweep's reports: {err.status.name}") from None
-    return await asyncio.to_thread(compare, list(state.swept.values()))
+    located, stale = await read_reports(activity.client(), request)
+    result = await asyncio.to_thread(compare, [x for x, _ in located.values()])
+    return result.model_copy(update={"drifted": locate(result.drifted, located), "stale": stale})
 
 
 def compare(swept: list[Swept]) -> ScanResult:
@@ -128,4 +211,4 @@ def _passwords(swept: list[Swept]) -> list[str]:
     return changed
 
 
-ACTIVITIES = [report, forget, scan]
+ACTIVITIES = [report, forget, wake, scan]

@@ -12,7 +12,7 @@ from osprov.workflows.keystone.project import ProjectWorkflow
 from osprov.workflows.keystone.role import RoleWorkflow
 from osprov.workflows.keystone.role_assignment import RoleAssignmentWorkflow
 from osprov.workflows.keystone.service import ServiceWorkflow
-from osprov.workflows.keystone.sweep import KeystoneSweepWorkflow
+from osprov.workflows.keystone.sweep import KeystoneSweepShardWorkflow, KeystoneSweepWorkflow
 from osprov.workflows.keystone.user import UserWorkflow
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from osprov.workflows.network import NetworkWorkflow
@@ -38,6 +38,7 @@ WORKFLOWS: list[type] = [
     SecurityGroupWorkflow,
     KeystoneObjectWorkflow,
     KeystoneSweepWorkflow,
+    KeystoneSweepShardWorkflow,
     VlanAllocatorWorkflow,
     *INVENTORY_WORKFLOWS.values(),  # started by the inventory Schedules (worker/schedules.py)
 ]

@@ -24,6 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from devenv.faults.proxy import FaultProxy
 from devenv.openstack.infra import mysql_exec
 from devenv.testing import StackEnv
+from osprov.activities import keystone_sweep
 from osprov.api import sweep
 from osprov.api.ownership import SIGNAL_OBJECT_RESULT, ObjectKey
 from osprov.api.registry import IDENTITY_KINDS
@@ -104,8 +105,9 @@ def entity_state(osprov: Osprov, kind: str, name: str) -> dict[str, Any]:
 
 
 def sweep_state(osprov: Osprov) -> sweep.SweepState:
-    """The controller's Keystone sweep (its objects' drift check; workflows/keystone/sweep.py): the reports
-    it holds and the scans it has begun. `osprov`: the controller's first namespace (its task queue)."""
+    """The controller's Keystone sweep (its objects' drift check; workflows/keystone/sweep.py): the scans
+    it has begun, and as `swept` every report its next scan compares (its shards' and its own).
+    `osprov`: the controller's first namespace (its task queue)."""
 
     async def query() -> sweep.SweepState:
         client = await Client.connect(
@@ -113,9 +115,8 @@ def sweep_state(osprov: Osprov) -> sweep.SweepState:
             namespace=osprov.stack.temporal_namespace,
             data_converter=pydantic_data_converter,
         )
-        handle = client.get_workflow_handle(sweep.workflow_id("keystone", f"osprov-{osprov.namespace}"))
-        state: sweep.SweepState = await handle.query(sweep.QUERY_SWEPT, result_type=sweep.SweepState)
-        return state
+        state, located = await keystone_sweep.read_all(client, "keystone", f"osprov-{osprov.namespace}")
+        return state.model_copy(update={"swept": {path: x for path, (x, _) in located.items()}})
 
     return asyncio.run(query())
 

@@ -144,7 +144,18 @@ async def identity(h: Harness, kind: str, spec: dict[str, Any] | None = None, re
 
 SCENARIOS: dict[str, Callable[[Harness, str], Awaitable[str]]] = {kind: lifecycle for kind in SPECS}
 SCENARIOS["KeystoneObject"] = keystone_object
-SCENARIOS["KeystoneSweep"] = keystone_sweep
+SCENARIOS["KeystoneSweep"] = keystone_sweep  # recorded before the shards: the lead held the reports
+SCENARIOS["KeystoneSweep-shards"] = keystone_sweep
+
+
+async def keystone_sweep_shard(h: Harness, kind: str) -> str:
+    """The same life, as the user's object's shard saw it: reported (the lead told), forgotten (told again)."""
+    await keystone_sweep(h, kind)
+    [shard] = [w for w in h.cloud.object_workflows if w.startswith(sw.SHARD_WORKFLOW_TYPE + "/")]
+    return shard
+
+
+SCENARIOS["KeystoneSweepShard"] = keystone_sweep_shard
 SCENARIOS["Project-paused"] = paused_project  # a stem of its own: Project.json stays the lifecycle
 SCENARIOS["Identity"] = identity
 

@@ -21,10 +21,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.service import RPCError
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from osprov.api import sweep as sw
+from osprov.activities import keystone_sweep
 from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
 from osprov.runtime.codec import AesGcmCodec, parse_keys
 from osprov.runtime.temporal import data_converter
@@ -119,15 +119,14 @@ async def test_a_plain_signal_to_a_running_workflow_is_not_acted_on(setup: Setup
     await eventually(
         lambda: any(s["conditions"][0]["status"] == "True" for s in setup.cloud.statuses), "Ready", 30
     )
-    # The project's object workflow reports to the Keystone sweep after its step: then it is quiet.
-    sweep = setup.secure.get_workflow_handle(sw.workflow_id("keystone", setup.queue))
 
+    # The project's object workflow reports to the Keystone sweep after its step: then it is quiet.
     async def reported() -> bool:
         try:
-            state = await sweep.query(sw.QUERY_SWEPT, result_type=sw.SweepState)
-        except RPCError:
+            _, located = await keystone_sweep.read_all(setup.secure, "keystone", setup.queue)
+        except ApplicationError:  # the sweep has not started yet
             return False
-        return bool(state.swept)
+        return bool(located)
 
     await eventually(reported, "the project's object reported to the sweep", 30)
     events = await setup.events(workflow_id)

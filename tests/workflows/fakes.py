@@ -210,17 +210,24 @@ class FakeCloud:
 
         @activity.defn(name=sw.REPORT.name)
         async def sweep_report(req: sw.Report) -> None:
-            cloud.object_workflows.add(sw.workflow_id(req.keystone, activity.info().task_queue))
+            queue = activity.info().task_queue
+            cloud.object_workflows.add(
+                sw.shard_workflow_id(req.keystone, queue, sw.shard_of(req.swept.key.path))
+            )
             await keystone_sweep.report(req)
+
+        @activity.defn(name=sw.WAKE.name)
+        async def sweep_wake(req: sw.Wake) -> None:
+            cloud.object_workflows.add(sw.workflow_id(req.keystone, activity.info().task_queue))
+            await keystone_sweep.wake(req)
 
         @activity.defn(name=sw.SCAN.name)
         async def scan(req: sw.Scan) -> sw.ScanResult:
             """The real scan's comparison, against this fake Keystone (the reports read the real way)."""
             cloud.calls.append(sw.SCAN.name)
-            handle = activity.client().get_workflow_handle(req.sweep_workflow_id)
-            state = await handle.query(sw.QUERY_SWEPT, result_type=sw.SweepState)
+            located, stale = await keystone_sweep.read_reports(activity.client(), req)
             drifted = []
-            for x in state.swept.values():
+            for x, _ in located.values():
                 reason = None
                 if x.grant is not None:
                     reason = None if grant_key(x.grant) in cloud.grants else "grant missing"
@@ -242,7 +249,8 @@ class FakeCloud:
                 if reason is not None:
                     drifted.append(sw.Drift(path=x.key.path, reason=reason))
                     cloud.drifted.append(x.key.path)
-            return sw.ScanResult(checked=len(state.swept), drifted=drifted)
+            drifted = keystone_sweep.locate(drifted, located)
+            return sw.ScanResult(checked=len(located), drifted=drifted, stale=stale)
 
         @activity.defn(name=inventory_io.OFFERED_IMAGE.name)
         async def offered_image(req: inventory_io.OfferQuery) -> inventory_io.Offer:
@@ -262,6 +270,7 @@ class FakeCloud:
             ownership.release,
             ownership.unwatch,
             sweep_report,
+            sweep_wake,
             keystone_sweep.forget,
             scan,
             policy,

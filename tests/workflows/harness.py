@@ -14,6 +14,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from osprov.activities import keystone_sweep
 from osprov.api import ownership as own
 from osprov.api import sweep
 from osprov.api.messages import (
@@ -152,13 +153,20 @@ class Harness:
         return await handle.query(QUERY_STATE, result_type=EntityState)
 
     async def swept(self) -> int:
-        """How many objects' reports the Keystone sweep holds (0 before it started)."""
-        handle = self.env.client.get_workflow_handle(sweep.workflow_id(self.keystone, self.queue))
+        """How many objects' reports the Keystone sweep holds, in its shards and its own table, as its scan
+        reads them (0 before it started)."""
+        lead = sweep.workflow_id(self.keystone, self.queue)
         try:
-            state = await handle.query(sweep.QUERY_SWEPT, result_type=sweep.SweepState)
+            state = await self.env.client.get_workflow_handle(lead).query(
+                sweep.QUERY_SWEPT, result_type=sweep.SweepState
+            )
         except RPCError:
             return 0
-        return len(state.swept)
+        shards = [sweep.shard_workflow_id(self.keystone, self.queue, n) for n in state.shards]
+        located, _ = await keystone_sweep.read_reports(
+            self.env.client, sweep.Scan(sweep_workflow_id=lead, shards=shards)
+        )
+        return len(located)
 
     @property
     def written(self) -> dict[str, dict[str, Any]]:

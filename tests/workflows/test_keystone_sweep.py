@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from osprov.activities import keystone_sweep
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api import sweep as sw
@@ -128,3 +129,72 @@ async def test_sweep_a_paused_resource_s_object_is_not_repaired_until_it_resumes
     await h.signal(wf, 1, spec)  # the annotation removed: a full pass claims again
     await eventually(lambda: h.cloud.objects["project"][p.id].fields["description"] == "mine", "repaired")
     await eventually(lambda: _n(h, 1), "back in the sweep")
+
+
+# ----- shards: no workflow holds every report -------------------------------------------------------
+async def _lead(h: Harness) -> sw.SweepState:
+    handle = h.env.client.get_workflow_handle(sw.workflow_id(h.keystone, h.queue))
+    state = await handle.query(sw.QUERY_SWEPT, result_type=sw.SweepState)
+    assert state is not None
+    return state
+
+
+async def test_sweep_reports_go_to_their_shard_and_the_lead_holds_none(h: Harness) -> None:
+    """Before: the lead held every report, and its state (carried by continue-as-new, read by the scan's
+    query) passed Temporal's 2 MB payload limit at about 3,600 objects."""
+    for name in ("p1", "p2", "p3"):
+        await converged(h, "Project", {"name": name, "domain": "Default"})
+    await eventually(lambda: _n(h, 3), "reported")
+    lead = await _lead(h)
+    assert lead.swept == {}
+    _, located = await keystone_sweep.read_all(h.env.client, h.keystone, h.queue)
+    for path, (_, table) in located.items():
+        assert table == sw.shard_workflow_id(h.keystone, h.queue, sw.shard_of(path))
+    assert set(lead.shards) == {sw.shard_of(path) for path in located}
+
+
+async def test_sweep_scans_the_shards_reports_and_wakes_a_drifted_object(h: Harness) -> None:
+    await converged(h, "Project", {"name": "sharded", "domain": "Default", "description": "mine"})
+    await eventually(lambda: _n(h, 1), "reported")
+    p = next(p for p in h.cloud.of("project") if p.fields["name"] == "sharded")
+    h.cloud.objects["project"][p.id] = p.model_copy(update={"fields": p.fields | {"description": "by hand"}})
+    await scans_after(h, 1)
+    await eventually(lambda: h.cloud.objects["project"][p.id].fields["description"] == "mine", "repaired")
+
+
+async def test_sweep_a_lead_report_from_before_the_shards_is_dropped_once_its_shard_holds_it(
+    h: Harness,
+) -> None:
+    """An older worker reported to the lead itself; once the object reports to its shard, the lead's copy
+    is stale (it would wake the object on every change) and the next scan drops it."""
+    await converged(h, "Project", {"name": "upgraded", "domain": "Default"})
+    await eventually(lambda: _n(h, 1), "reported")
+    _, located = await keystone_sweep.read_all(h.env.client, h.keystone, h.queue)
+    [(swept, _)] = located.values()
+    lead = h.env.client.get_workflow_handle(sw.workflow_id(h.keystone, h.queue))
+    await lead.signal(sw.SIGNAL_REPORT, sw.Report(keystone=h.keystone, swept=swept))  # as before the shards
+    await eventually(lambda: _lead_holds(h, 1), "the lead's own copy")
+    await scans_after(h, 1)
+    await eventually(lambda: _lead_holds(h, 0), "the stale copy dropped")
+    assert await h.swept() == 1
+
+
+async def _lead_holds(h: Harness, n: int) -> bool:
+    return len((await _lead(h)).swept) == n
+
+
+def test_sweep_shard_payloads_stay_far_below_temporal_s_limits_at_10_000_objects() -> None:
+    """The sizing behind SHARDS: 10,000 reports of the size a Project's is; the biggest shard's state (its
+    continue-as-new input, the scan's query answer) and the lead's, against the 512 KB warning."""
+    shards: dict[int, dict[str, sw.Swept]] = {}
+    for i in range(10_000):
+        key = ObjectKey(kind="project", name=f"project-{i}", domain="0123456789abcdef0123456789abcdef")
+        swept = sw.Swept(
+            key=key, workflow_id=key.workflow_id("keystone", "osprov-ns"), id=f"{i:032x}", digest="0" * 16
+        )
+        shards.setdefault(sw.shard_of(key.path), {})[key.path] = swept
+    biggest = max(len(sw.SweepState(keystone="keystone", swept=t).model_dump_json()) for t in shards.values())
+    lead = sw.SweepState(keystone="keystone", shards=dict.fromkeys(range(sw.SHARDS), 600.0))
+    assert len(shards) == sw.SHARDS
+    assert biggest < 512 * 1024 // 4, biggest
+    assert len(lead.model_dump_json()) < 4096

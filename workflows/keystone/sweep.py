@@ -3,15 +3,20 @@
   tick (the shortest resync period reported) | scan: one list per reported kind, one login per
                                              | managed password, the operator's policy recomputed
   an object's report differs from Keystone   | wake that object's workflow (SIGNAL_RESYNC): a full step
-  the object's workflow is gone              | forget its report
+  the object's workflow is gone              | forget its report (in its shard, or the lead's own table)
+  a lead's own report a shard holds too      | drop it: the object reports to its shard now
   nothing differs                            | nothing: no signal, no answer, no status write
 
-Reports arrive as signals (api/sweep.py) and are only recorded; the scan reads them with a query, so the
-history holds one timer and one activity per tick however many objects there are.
+Reports arrive as signals at their shard (KeystoneSweepShard, api/sweep.py), which only records them and
+tells the lead its shortest period when that changes; the scan reads them with a query per shard, so
+the lead's history holds one timer and one activity per tick however many objects there are, and no
+workflow's state holds more than one shard's reports. The lead's own table holds what older workers
+reported to it before the shards; it empties as those objects report again.
 """
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
@@ -19,8 +24,8 @@ from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import sweep as sw
-    from osprov.api.sweep import Forget, Report, Scan, SweepInput, SweepState, Swept
-    from osprov.workflows.calls import call
+    from osprov.api.sweep import Forget, Report, Scan, ShardInput, SweepInput, SweepState, Swept, Wake
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
 
 MAX_TICKS_PER_RUN = 200
@@ -31,6 +36,7 @@ class KeystoneSweepWorkflow:
     def __init__(self) -> None:
         self.s: SweepState | None = None
         self._early: dict[str, Swept | None] = {}  # reports that arrived with the start
+        self._wakes: list[Wake] = []  # shards' wakes that arrived with the start
         self._run_ticks = 0
 
     @workflow.signal(name=sw.SIGNAL_REPORT)
@@ -50,13 +56,26 @@ class KeystoneSweepWorkflow:
         else:
             table[path] = swept
 
+    @workflow.signal(name=sw.SIGNAL_WAKE)
+    def wake(self, wake: Wake) -> None:
+        if self.s is None:
+            self._wakes.append(wake)
+        elif wake.period_seconds is None:
+            self.s.shards.pop(wake.shard, None)
+        else:
+            self.s.shards[wake.shard] = wake.period_seconds
+
     @workflow.query(name=sw.QUERY_SWEPT)
     def swept(self) -> SweepState | None:
         return self.s
 
     def period(self) -> float:
         assert self.s is not None
-        return min((x.period_seconds for x in self.s.swept.values()), default=sw.DEFAULT_PERIOD_SECONDS)
+        periods = [*(x.period_seconds for x in self.s.swept.values()), *self.s.shards.values()]
+        return min(periods, default=sw.DEFAULT_PERIOD_SECONDS)
+
+    def _reported(self) -> bool:
+        return bool(self.s and (self.s.swept or self.s.shards))
 
     @workflow.run
     async def run(self, inp: SweepInput) -> str:
@@ -64,6 +83,9 @@ class KeystoneSweepWorkflow:
         for path, swept in self._early.items():
             self._record(path, swept)
         self._early.clear()
+        for wake in self._wakes:
+            self.wake(wake)
+        self._wakes.clear()
         while True:
             if not await self._sleep():
                 continue
@@ -76,10 +98,10 @@ class KeystoneSweepWorkflow:
         """Wait one period; False when woken early (the first report, or one asking for a shorter period:
         the wait starts again with the new period). Nothing reported: wait for a report."""
         assert self.s is not None
-        period, empty = self.period(), not self.s.swept
+        period, empty = self.period(), not self._reported()
 
         def woken() -> bool:
-            return bool(self.s and self.s.swept) and (empty or self.period() < period)
+            return self._reported() and (empty or self.period() < period)
 
         try:
             await workflow.wait_condition(
@@ -96,27 +118,100 @@ class KeystoneSweepWorkflow:
         assert s is not None
         s.ticks += 1
         self._run_ticks += 1
-        workflow.set_current_details(f"scanning {len(s.swept)} Keystone objects")
+        queue = workflow.info().task_queue
+        shards = [sw.shard_workflow_id(s.keystone, queue, n) for n in sorted(s.shards)]
+        workflow.set_current_details(f"scanning the Keystone objects of {len(shards)} shards")
         try:
             result = await call(
                 sw.SCAN,
-                Scan(sweep_workflow_id=workflow.info().workflow_id),
-                summary=f"compare {len(s.swept)} reports with Keystone (one list per kind)",
+                Scan(sweep_workflow_id=workflow.info().workflow_id, shards=shards),
+                summary=f"compare the reports of {len(shards)} shards with Keystone (one list per kind)",
                 timeout=timedelta(minutes=5),
             )
         except ACTIVITY_FAILED as err:  # Keystone down: the next tick tries again
             workflow.logger.warning("drift scan failed", extra={"error": failure_message(err)})
             return
+        for path in result.stale:
+            s.swept.pop(path, None)
         for drift in result.drifted:
-            swept = s.swept.get(drift.path)
-            if swept is None:
+            workflow_id = drift.workflow_id or (
+                s.swept[drift.path].workflow_id if drift.path in s.swept else ""
+            )
+            if not workflow_id:
                 continue
             try:
-                await workflow.get_external_workflow_handle(swept.workflow_id).signal(
+                await workflow.get_external_workflow_handle(workflow_id).signal(
                     sw.SIGNAL_RESYNC, drift.reason
                 )
             except FailureError:  # its workflow is gone: nothing converges it any more
-                s.swept.pop(drift.path, None)
+                await self._forget(drift.path, drift.table)
         workflow.set_current_details(
-            f"{len(s.swept)} Keystone objects; last scan: {len(result.drifted)} drifted"
+            f"{result.checked} Keystone objects in {len(shards)} shards; last scan: {len(result.drifted)} drifted"
         )
+
+    async def _forget(self, path: str, table: str) -> None:
+        assert self.s is not None
+        if not table:
+            self.s.swept.pop(path, None)
+            return
+        with contextlib.suppress(FailureError):  # the shard is gone: so is the report
+            await workflow.get_external_workflow_handle(table).signal(
+                sw.SIGNAL_FORGET, Forget(keystone=self.s.keystone, path=path)
+            )
+
+
+@workflow.defn(name=sw.SHARD_WORKFLOW_TYPE)
+class KeystoneSweepShardWorkflow:
+    """Holds the reports of the objects whose path hashes to this shard; tells the lead its shortest period
+    whenever that changes (None: it holds none), so the lead knows when and how often to scan. No timer:
+    an idle shard writes no event."""
+
+    def __init__(self) -> None:
+        self.s: SweepState | None = None
+        self._early: dict[str, Swept | None] = {}
+        self.told: float | None = None  # the summary the lead was last sent
+
+    @workflow.signal(name=sw.SIGNAL_REPORT)
+    def report(self, report: Report) -> None:
+        self._record(report.swept.key.path, report.swept)
+
+    @workflow.signal(name=sw.SIGNAL_FORGET)
+    def forget(self, forget: Forget) -> None:
+        self._record(forget.path, None)
+
+    def _record(self, path: str, swept: Swept | None) -> None:
+        if self.s is None:
+            self._early[path] = swept
+        elif swept is None:
+            self.s.swept.pop(path, None)
+        else:
+            self.s.swept[path] = swept
+
+    @workflow.query(name=sw.QUERY_SWEPT)
+    def swept(self) -> SweepState | None:
+        return self.s
+
+    def summary(self) -> float | None:
+        assert self.s is not None
+        return min((x.period_seconds for x in self.s.swept.values()), default=None)
+
+    @workflow.run
+    async def run(self, inp: ShardInput) -> str:
+        self.s = inp.carried or SweepState(keystone=inp.keystone)
+        for path, swept in self._early.items():
+            self._record(path, swept)
+        self._early.clear()
+        self.told = inp.told
+        while True:
+            await workflow.wait_condition(
+                lambda: self.summary() != self.told or workflow.info().is_continue_as_new_suggested()
+            )
+            if self.summary() != self.told:
+                self.told = self.summary()
+                wake = Wake(keystone=self.s.keystone, shard=inp.shard, period_seconds=self.told)
+                await call_local(sw.WAKE, wake, summary="tell the lead sweep this shard's shortest period")
+            if workflow.info().is_continue_as_new_suggested():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    ShardInput(keystone=self.s.keystone, shard=inp.shard, carried=self.s, told=self.told)
+                )
