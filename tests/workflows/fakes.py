@@ -49,6 +49,7 @@ class FakeCloud:
     lose_claims: int = 0  # the next N claims are never delivered (as to an object's workflow terminated)
     hold_claims: int = 0  # the next N claims wait in `held` until the test delivers them (an object behind)
     held: list[own.Claim] = field(default_factory=list)
+    fail_wakes: int = 0  # the next N wakes of the lead sweep fail (Temporal unreachable)
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
@@ -218,6 +219,9 @@ class FakeCloud:
 
         @activity.defn(name=sw.WAKE.name)
         async def sweep_wake(req: sw.Wake) -> None:
+            if cloud.fail_wakes > 0:
+                cloud.fail_wakes -= 1
+                raise errors.transient("cannot reach the drift scan (the fake's outage)")
             cloud.object_workflows.add(sw.workflow_id(req.keystone, activity.info().task_queue))
             await keystone_sweep.wake(req)
 

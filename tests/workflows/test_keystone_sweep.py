@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowExecutionStatus
 
 from osprov.activities import keystone_sweep
 from osprov.api import keystone_io as io
@@ -17,6 +18,7 @@ from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey
+from osprov.workflows.keystone.sweep import WAKE_RETRY
 from tests.workflows.harness import CONFIG, Harness, eventually
 from tests.workflows.test_ownership import ready
 
@@ -198,3 +200,16 @@ def test_sweep_shard_payloads_stay_far_below_temporal_s_limits_at_10_000_objects
     assert len(shards) == sw.SHARDS
     assert biggest < 512 * 1024 // 4, biggest
     assert len(lead.model_dump_json()) < 4096
+
+
+async def test_sweep_a_shard_whose_wake_of_the_lead_fails_keeps_its_reports_and_tells_it_later(
+    h: Harness,
+) -> None:
+    h.cloud.fail_wakes = 5  # every attempt of the first wake (DEFAULT_RETRY's 5): Temporal unreachable
+    await converged(h, "Project", {"name": "kept", "domain": "Default"})
+    [shard] = [w for w in h.cloud.object_workflows if w.startswith(sw.SHARD_WORKFLOW_TYPE + "/")]
+    await eventually(lambda: h.cloud.fail_wakes == 0, "the failed wake")
+    await h.sleep_settled(WAKE_RETRY.total_seconds() + 1)
+    await eventually(lambda: _n(h, 1), "the lead told; the shard's report kept")
+    description = await h.env.client.get_workflow_handle(shard).describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING

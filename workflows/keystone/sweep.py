@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
 
 MAX_TICKS_PER_RUN = 200
+WAKE_RETRY = timedelta(seconds=60)  # a shard whose wake of the lead failed tries again after this
 
 
 @workflow.defn(name=sw.WORKFLOW_TYPE)
@@ -206,10 +207,19 @@ class KeystoneSweepShardWorkflow:
             await workflow.wait_condition(
                 lambda: self.summary() != self.told or workflow.info().is_continue_as_new_suggested()
             )
-            if self.summary() != self.told:
-                self.told = self.summary()
-                wake = Wake(keystone=self.s.keystone, shard=inp.shard, period_seconds=self.told)
-                await call_local(sw.WAKE, wake, summary="tell the lead sweep this shard's shortest period")
+            summary = self.summary()
+            if summary != self.told:
+                wake = Wake(keystone=self.s.keystone, shard=inp.shard, period_seconds=summary)
+                try:
+                    await call_local(
+                        sw.WAKE, wake, summary="tell the lead sweep this shard's shortest period"
+                    )
+                    self.told = summary
+                except ACTIVITY_FAILED as err:  # Temporal unreachable: the reports stay, telling is retried
+                    workflow.logger.warning(
+                        "cannot wake the lead sweep", extra={"error": failure_message(err)}
+                    )
+                    await workflow.sleep(WAKE_RETRY, summary="tell the lead sweep again")
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
