@@ -111,6 +111,16 @@ async def read_reports(client: Client, request: Scan) -> tuple[Located, list[str
     return located, stale
 
 
+def periods(located: Located) -> dict[int, float]:
+    """Each shard's shortest period, by shard number (only shards that hold reports)."""
+    shortest: dict[int, float] = {}
+    for x, table in located.values():
+        if table:
+            n = sw.shard_number(table)
+            shortest[n] = min(shortest.get(n, x.period_seconds), x.period_seconds)
+    return shortest
+
+
 async def read_all(client: Client, keystone_name: str, task_queue: str) -> tuple[SweepState, Located]:
     """The lead's state and every report its next scan would compare (tools and tests read them so)."""
     lead = sw.workflow_id(keystone_name, task_queue)
@@ -118,7 +128,7 @@ async def read_all(client: Client, keystone_name: str, task_queue: str) -> tuple
         state = await client.get_workflow_handle(lead).query(sw.QUERY_SWEPT, result_type=SweepState)
     except RPCError as err:
         raise transient(f"cannot read the sweep's reports: {err.status.name}") from None
-    shards = [sw.shard_workflow_id(keystone_name, task_queue, n) for n in sorted(state.shards)]
+    shards = [sw.shard_workflow_id(keystone_name, task_queue, n) for n in range(sw.SHARDS)]
     located, _ = await read_reports(client, Scan(sweep_workflow_id=lead, shards=shards))
     return state, located
 
@@ -135,7 +145,8 @@ def locate(drifted: list[Drift], located: Located) -> list[Drift]:
 async def scan(request: Scan) -> ScanResult:
     located, stale = await read_reports(activity.client(), request)
     result = await asyncio.to_thread(compare, [x for x, _ in located.values()])
-    return result.model_copy(update={"drifted": locate(result.drifted, located), "stale": stale})
+    update = {"drifted": locate(result.drifted, located), "stale": stale, "periods": periods(located)}
+    return result.model_copy(update=update)
 
 
 def compare(swept: list[Swept]) -> ScanResult:

@@ -44,6 +44,7 @@ DEFAULT_PERIOD_SECONDS = 600.0
 # The workflow.patched ID of this behaviour, in the object workflows and in the Keystone resources' (whose
 # converged runs then keep no resync timer): runs that began before keep their periodic claims.
 PATCH = "keystone-sweep"
+PATCH_SHARDS = "keystone-sweep-shards"  # the lead takes its shards' wakes (an older worker had no handler)
 
 
 class _Frozen(BaseModel):
@@ -62,6 +63,10 @@ def shard_of(path: str) -> int:
 
 def shard_workflow_id(keystone: str, task_queue: str, shard: int) -> str:
     return f"{SHARD_WORKFLOW_TYPE}/{quote(keystone, safe='')}/{quote(task_queue, safe='')}/{shard}"
+
+
+def shard_number(shard_workflow_id: str) -> int:
+    return int(shard_workflow_id.rsplit("/", 1)[1])
 
 
 def digest(fields: dict[str, Any]) -> str:
@@ -154,6 +159,7 @@ class ScanResult(_Frozen):
     drifted: list[Drift] = Field(default_factory=list)
     # The lead's own reports that a shard holds too: their objects report to the shard now (the lead drops them).
     stale: list[str] = Field(default_factory=list)
+    periods: dict[int, float] = Field(default_factory=dict)  # each shard with reports: its shortest period
 
 
 # Signal-with-start of the sweep (a workflow cannot start another by itself), and the scan.

@@ -254,7 +254,8 @@ class FakeCloud:
                     drifted.append(sw.Drift(path=x.key.path, reason=reason))
                     cloud.drifted.append(x.key.path)
             drifted = keystone_sweep.locate(drifted, located)
-            return sw.ScanResult(checked=len(located), drifted=drifted, stale=stale)
+            periods = keystone_sweep.periods(located)
+            return sw.ScanResult(checked=len(located), drifted=drifted, stale=stale, periods=periods)
 
         @activity.defn(name=inventory_io.OFFERED_IMAGE.name)
         async def offered_image(req: inventory_io.OfferQuery) -> inventory_io.Offer:

@@ -213,3 +213,23 @@ async def test_sweep_a_shard_whose_wake_of_the_lead_fails_keeps_its_reports_and_
     await eventually(lambda: _n(h, 1), "the lead told; the shard's report kept")
     description = await h.env.client.get_workflow_handle(shard).describe()
     assert description.status == WorkflowExecutionStatus.RUNNING
+
+
+async def test_sweep_a_shard_the_lead_was_not_told_of_is_still_scanned(h: Harness) -> None:
+    """In a rolling upgrade an older lead drops a shard's wake (it had no handler): every scan reads every
+    shard, and its answer gives the lead the shards' periods again."""
+    await converged(h, "Project", {"name": "untold", "domain": "Default", "description": "mine"})
+    await eventually(lambda: _n(h, 1), "reported")
+    [shard] = (await _lead(h)).shards
+    lead = h.env.client.get_workflow_handle(sw.workflow_id(h.keystone, h.queue))
+    await lead.signal(sw.SIGNAL_WAKE, sw.Wake(keystone=h.keystone, shard=shard, period_seconds=None))
+    await eventually(lambda: _lead_knows(h, set()), "the lead believes no shard holds reports")
+    p = next(p for p in h.cloud.of("project") if p.fields["name"] == "untold")
+    h.cloud.objects["project"][p.id] = p.model_copy(update={"fields": p.fields | {"description": "by hand"}})
+    await scans_after(h, 1)
+    await eventually(lambda: h.cloud.objects["project"][p.id].fields["description"] == "mine", "repaired")
+    await eventually(lambda: _lead_knows(h, {shard}), "the scan told the lead of the shard again")
+
+
+async def _lead_knows(h: Harness, shards: set[int]) -> bool:
+    return set((await _lead(h)).shards) == shards

@@ -25,6 +25,7 @@ from temporalio.exceptions import FailureError
 with workflow.unsafe.imports_passed_through():
     from osprov.api import sweep as sw
     from osprov.api.sweep import Forget, Report, Scan, ShardInput, SweepInput, SweepState, Swept, Wake
+    from osprov.workflows import patches
     from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
 
@@ -61,6 +62,8 @@ class KeystoneSweepWorkflow:
     def wake(self, wake: Wake) -> None:
         if self.s is None:
             self._wakes.append(wake)
+        elif not patches.patched(sw.PATCH_SHARDS):
+            return  # recorded by a worker from before the shards, which had no handler: it was dropped
         elif wake.period_seconds is None:
             self.s.shards.pop(wake.shard, None)
         else:
@@ -119,19 +122,22 @@ class KeystoneSweepWorkflow:
         assert s is not None
         s.ticks += 1
         self._run_ticks += 1
+        # Every shard is read, not only those that said they hold reports: a wake an older lead dropped (in
+        # a rolling upgrade) must not hide a shard, and the scan's answer corrects the periods.
         queue = workflow.info().task_queue
-        shards = [sw.shard_workflow_id(s.keystone, queue, n) for n in sorted(s.shards)]
-        workflow.set_current_details(f"scanning the Keystone objects of {len(shards)} shards")
+        shards = [sw.shard_workflow_id(s.keystone, queue, n) for n in range(sw.SHARDS)]
+        workflow.set_current_details("scanning the Keystone objects' reports")
         try:
             result = await call(
                 sw.SCAN,
                 Scan(sweep_workflow_id=workflow.info().workflow_id, shards=shards),
-                summary=f"compare the reports of {len(shards)} shards with Keystone (one list per kind)",
+                summary="compare the shards' reports with Keystone (one list per kind)",
                 timeout=timedelta(minutes=5),
             )
         except ACTIVITY_FAILED as err:  # Keystone down: the next tick tries again
             workflow.logger.warning("drift scan failed", extra={"error": failure_message(err)})
             return
+        s.shards = dict(result.periods)
         for path in result.stale:
             s.swept.pop(path, None)
         for drift in result.drifted:
@@ -147,7 +153,7 @@ class KeystoneSweepWorkflow:
             except FailureError:  # its workflow is gone: nothing converges it any more
                 await self._forget(drift.path, drift.table)
         workflow.set_current_details(
-            f"{result.checked} Keystone objects in {len(shards)} shards; last scan: {len(result.drifted)} drifted"
+            f"{result.checked} Keystone objects in {len(s.shards)} shards; last scan: {len(result.drifted)} drifted"
         )
 
     async def _forget(self, path: str, table: str) -> None:
