@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
+from devenv.kube.server import SAVE_DEBOUNCE_S, SAVE_SPACING, save_delay
 from devenv.kube.testing import RunningEmulator, run_emulator
 
 from .conftest import FIXTURES, GROUP, PLURAL, VERSION, core_v1, custom_objects, raw_watch, widget
@@ -117,3 +118,11 @@ def test_the_written_kubeconfig_loads_with_the_official_client(emulator: Running
         assert api.configuration.host == emulator.url
         names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items if n.metadata]
     assert {"default", "kube-system", "kube-public"} <= set(names)
+
+
+def test_state_snapshots_are_spaced_by_what_the_last_one_cost() -> None:
+    """A burst waits SAVE_DEBOUNCE_S; a snapshot that took 0.3 s (10,000 resources and their Events) is
+    followed by the next no sooner than SAVE_SPACING times that, so persisting stays ~1/20 of the time."""
+    assert save_delay(0.0) == SAVE_DEBOUNCE_S
+    assert save_delay(0.3) == 0.3 * SAVE_SPACING
+    assert save_delay(0.3) > 0.3 * 10

@@ -304,8 +304,9 @@ def _terminate_workflows(stack: StackEnv, namespace: str) -> None:
     async def terminate() -> None:
         client = await Client.connect(stack.temporal_address, namespace=stack.temporal_namespace)
         query = f"OsprovNamespace = '{namespace}' AND ExecutionStatus = 'Running'"
-        # The Keystone objects' workflows of this controller (its own task queue) are not namespaced.
-        objects = f"WorkflowType = 'KeystoneObject' AND TaskQueue = 'osprov-{namespace}' AND ExecutionStatus = 'Running'"
+        # The Keystone objects' and the sweep's workflows of this controller (its own task queue) are not
+        # namespaced.
+        objects = f"TaskQueue = 'osprov-{namespace}' AND ExecutionStatus = 'Running'"
         async for wf in _chain(client.list_workflows(query), client.list_workflows(objects)):
             with contextlib.suppress(RPCError):  # finished meanwhile
                 await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test module finished")
