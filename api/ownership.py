@@ -216,6 +216,11 @@ class ObjectState(BaseModel):
     passes: int = 0
 
 
+# An object's run continues as new once its history is this long, with or without a step (Temporal
+# refuses signals past 10,000 per execution; workflows/keystone/objects.py).
+MAX_HISTORY_PER_RUN = 5000
+
+
 class ObjectInput(_Frozen):
     """An object workflow's input: its key, and the state carried by continue-as-new."""
 

@@ -81,7 +81,14 @@ IN_RELEASE_3: frozenset[str] = frozenset(
 
 # The next release (frozen once it lands, like the others).
 RELEASE_4 = "osprov-release-2026-12d"
-IN_RELEASE_4: frozenset[str] = frozenset({"keystone-late-answer-wakes", "keystone-sweep-shards"})
+IN_RELEASE_4: frozenset[str] = frozenset(
+    {
+        "keystone-late-answer-wakes",
+        "keystone-sweep-shards",
+        "keystone-object-rolls-without-step",
+        "keystone-object-step-retried",
+    }
+)
 
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (

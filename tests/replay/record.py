@@ -33,8 +33,10 @@ async def main(kinds: list[str], suffix: str = "") -> None:
             if kinds and kind not in kinds:
                 continue
             async for h in harness(env):
-                workflow_id = await scenario(h, kind)
-                history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+                # "<workflow ID>" (its latest run) or "<workflow ID>@<run ID>" (a run that continued as new)
+                workflow_id, _, run_id = (await scenario(h, kind)).partition("@")
+                handle = env.client.get_workflow_handle(workflow_id, run_id=run_id or None)
+                history = await handle.fetch_history()
                 path = OUT / f"{kind}{'-' + suffix if suffix else ''}.json"
                 path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
                 print(f"recorded {path} ({len(history.events)} events)")

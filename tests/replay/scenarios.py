@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from osprov.api import identity_io, inventory_io
+from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
-from osprov.api.ownership import ObjectKey
+from osprov.api.ownership import ObjectKey, Watch
 from tests.workflows import (
     fakes_cinder,
     fakes_inventory,
@@ -421,3 +422,58 @@ async def domain_late_answer_wakes(h: Harness, _: str) -> str:
 
 
 SCENARIOS["Domain-late-answer-wakes"] = domain_late_answer_wakes
+
+
+async def keystone_object_rolls(h: Harness, _: str) -> str:
+    """The domain's object taking only registered watches until its run is long: it continues as new
+    between steps (patch keystone-object-rolls-without-step; the limit lowered to 30 events)."""
+    h.cloud.add("domain", name="service", enabled=True)
+    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-roll")
+    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
+    domain = h.env.client.get_workflow_handle(
+        ObjectKey(kind="domain", name="service").workflow_id(h.keystone, h.queue)
+    )
+    run_id = (await domain.describe()).run_id
+    known = await _memo(domain)
+    limit, own.MAX_HISTORY_PER_RUN = own.MAX_HISTORY_PER_RUN, 30
+    try:
+        for i in range(30):
+            watch = Watch(
+                keystone=h.keystone,
+                watcher=f"dependent-{i}",
+                key=ObjectKey(kind="domain", name="service"),
+                known_id=known,
+            )
+            await domain.signal(own.SIGNAL_WATCH, watch)
+        await eventually(lambda: _rolled(domain, run_id), "continued as new")
+    finally:
+        own.MAX_HISTORY_PER_RUN = limit
+    return f"{domain.id}@{run_id}"
+
+
+async def _memo(handle: Any) -> str | None:
+    return await (await handle.describe()).memo_value(own.MEMO_ID, None, type_hint=str)  # type: ignore[no-any-return]
+
+
+async def _rolled(handle: Any, run_id: str) -> bool:
+    return bool((await handle.describe()).run_id != run_id)
+
+
+async def keystone_object_step_retried(h: Harness, _: str) -> str:
+    """A project's object whose watch is refused after its retries: the step is taken again a minute
+    later (patch keystone-object-step-retried), and the project becomes Ready."""
+    h.cloud.add("domain", name="service", enabled=True)
+    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-r1")
+    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
+    h.cloud.fail_watches = 5
+    second = await h.apply("Project", {"name": "p2", "domain": "service"}, name="p2", uid="replay-r2")
+    await eventually(lambda: h.cloud.fail_watches == 0, "the refused watch")
+    await h.until(lambda: bool(h.written.get(second.id)), "p2 reconciled", virtual_s=200)
+    await h.until(
+        lambda: h.written[second.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=200
+    )
+    return ObjectKey(kind="project", domain="service", name="p2").workflow_id(h.keystone, h.queue)
+
+
+SCENARIOS["KeystoneObject-rolls-without-step"] = keystone_object_rolls
+SCENARIOS["KeystoneObject-step-retried"] = keystone_object_step_retried

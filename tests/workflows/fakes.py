@@ -50,6 +50,7 @@ class FakeCloud:
     hold_claims: int = 0  # the next N claims wait in `held` until the test delivers them (an object behind)
     held: list[own.Claim] = field(default_factory=list)
     fail_wakes: int = 0  # the next N wakes of the lead sweep fail (Temporal unreachable)
+    fail_watches: int = 0  # the next N watches are refused (a parent's run over a Temporal limit)
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
@@ -206,6 +207,9 @@ class FakeCloud:
 
         @activity.defn(name=own.WATCH.name)
         async def watch(req: own.Watch) -> own.ParentReady | None:
+            if cloud.fail_watches > 0:
+                cloud.fail_watches -= 1
+                raise errors.transient("cannot reach the workflow of the parent: INVALID_ARGUMENT")
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             return await ownership.watch(req)
 

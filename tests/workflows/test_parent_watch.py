@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
 
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
@@ -136,3 +137,51 @@ async def _sent(h: Harness, workflow_id: str, n: int) -> bool:
 async def _watchers_include(handle: Any, watcher: str) -> bool:
     state: Any = await handle.query(own.QUERY_OBJECT)
     return watcher in state["watchers"]
+
+
+async def test_a_parent_taking_only_registered_watches_continues_as_new_when_its_run_is_long(
+    h: Harness, monkeypatch: Any
+) -> None:
+    """Registered watches run no step, and the continue-as-new check came only after a step: at 10,000
+    dependents a domain's one run passed Temporal's 10,000 signals per execution and refused the next
+    watches (INVALID_ARGUMENT), which failed 80 dependents' workflows (docs/benchmarks.md, P3)."""
+    monkeypatch.setattr(own, "MAX_HISTORY_PER_RUN", 30)
+    h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    first_run = (await domain.describe()).run_id
+    known = await memo_id(domain)
+    watchers = [f"dependent-{i}" for i in range(30)]
+    for watcher in watchers:  # one signal (and workflow task) each: the run grows past 30 events
+        await domain.signal(
+            own.SIGNAL_WATCH, Watch(keystone=h.keystone, watcher=watcher, key=DOMAIN, known_id=known)
+        )
+    await eventually(lambda: _new_run(domain, first_run), "continued as new")
+    await eventually(lambda: _watchers_include(domain, watchers[-1]), "every watcher carried")
+    state: Any = await domain.query(own.QUERY_OBJECT)
+    assert set(watchers) <= set(state["watchers"])
+    assert await memo_id(domain) == known  # dependents still read the ID
+
+
+async def _new_run(handle: Any, run_id: str) -> bool:
+    return bool((await handle.describe()).run_id != run_id)
+
+
+async def test_a_step_whose_watch_is_refused_is_taken_again_instead_of_failing_the_workflow(
+    h: Harness,
+) -> None:
+    """Before, a watch refused after its retries (the parent's run over a Temporal limit) failed the
+    dependent's object workflow: its claimants got no answer until their resend, 10 minutes later."""
+    h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    h.cloud.fail_watches = 5  # every attempt of p2's first watch (DEFAULT_RETRY's 5)
+    wf = await h.apply("Project", {"name": "p2", "domain": "service"}, name="p2")
+    p2 = h.env.client.get_workflow_handle(
+        object_id(h, ObjectKey(kind="project", domain="service", name="p2"))
+    )
+    await eventually(lambda: h.cloud.fail_watches == 0, "the refused watch")
+    await h.until(lambda: bool(h.written.get(wf.id)), "p2's status", virtual_s=200)
+    await h.until(lambda: h.written[wf.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=200)
+    description = await p2.describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING
+    assert len(h.cloud.claims) == 2  # no resend was needed

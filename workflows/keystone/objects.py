@@ -50,6 +50,16 @@ PATCH_ANSWER_ENDS_WAIT = "keystone-parent-answer-ends-wait"
 # An object with dependents keeps its ID in its memo (own.MEMO_ID), where their watches read it without
 # a query (activities/ownership.py watch). Only objects with watchers pay its marker and memo events.
 PATCH_ID_IN_MEMO = "keystone-id-in-memo"
+# A watch that read the ID from the memo only registers its watcher: no step, so the continue-as-new
+# check after a step never came. At 10,000 dependents a domain's run held 11,380 events and Temporal's
+# 10,000 signals per execution, then refused the next watches (INVALID_ARGUMENT). A run this long now
+# continues as new between steps.
+PATCH_ROLL_WITHOUT_STEP = "keystone-object-rolls-without-step"
+# A step whose messages Temporal refused after their retries (an activity failure other than the
+# converger's, which answers "error") is taken again after this, instead of failing the workflow, which
+# would drop this object's ownership record and leave its claimants without an answer.
+PATCH_STEP_RETRIED = "keystone-object-step-retried"
+STEP_RETRY = timedelta(seconds=60)
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -66,6 +76,7 @@ class KeystoneObjectWorkflow:
         self._asking: set[str] = set()  # parents whose answer the running step waits for (and consumes)
         self._regroup = False  # a hold arrived: only the sweep report changes
         self._published: str | None = None  # the ID this run's memo holds (own.MEMO_ID)
+        self._roll = False  # the run is long: continue as new before the next step
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
     def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
@@ -101,9 +112,21 @@ class KeystoneObjectWorkflow:
         if watch.watcher not in s.watchers:
             s.watchers.append(watch.watcher)
         if watch.known_id is not None and s.present and s.id == watch.known_id:
+            self._roll_if_long()
             return  # the watcher read this ID from the memo (MEMO_ID): registered, nothing to tell
         self._new_watchers.append(watch.watcher)
         self._dirty = True
+
+    def _roll_if_long(self) -> None:
+        if self._roll:
+            return
+        info = workflow.info()
+        long = (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= own.MAX_HISTORY_PER_RUN
+        )
+        if long and patches.patched(PATCH_ROLL_WITHOUT_STEP):
+            self._roll = True
 
     @workflow.signal(name="unwatch")
     def unwatch(self, watch: Watch) -> None:
@@ -179,29 +202,41 @@ class KeystoneObjectWorkflow:
             with contextlib.suppress(TimeoutError):
                 timeout = self._recheck_after()
                 await workflow.wait_condition(
-                    lambda: self._dirty or self._regroup,
+                    lambda: self._dirty or self._regroup or self._roll,
                     timeout=timedelta(seconds=timeout) if timeout else None,
                     timeout_summary=f"re-check whether {s.key} exists (dependents are waiting for it)",
                 )
+            if self._roll and not (self._dirty or self._regroup):
+                await self._continue_as_new()
             if self._regroup and not self._dirty:  # held: leave the sweep, call nothing else
                 self._regroup = False
                 await self._report(None)
                 continue
             self._dirty = self._regroup = False
             s.passes += 1
-            await self._step()
+            try:
+                await self._step()
+            except ACTIVITY_FAILED as err:
+                if not patches.patched(PATCH_STEP_RETRIED):
+                    raise  # a run recorded before this failed here
+                workflow.logger.warning("Keystone object step failed", extra={"error": failure_message(err)})
+                self._dirty = True
+                await workflow.sleep(STEP_RETRY, summary="take the step again (a message was refused)")
+                continue
             self._publish_id()
             if self._finished():
                 await self._report(None)
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return self._end_reason()
-            if workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                s.passes = 0
-                memo = {own.MEMO_ID: self._published} if self._published else None
-                workflow.continue_as_new(
-                    own.ObjectInput(keystone=s.keystone, key=s.key, carried=s), memo=memo
-                )
+            if self._roll or workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
+                await self._continue_as_new()
+
+    async def _continue_as_new(self) -> None:
+        s = self.st
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        s.passes = 0
+        memo = {own.MEMO_ID: self._published} if self._published else None
+        workflow.continue_as_new(own.ObjectInput(keystone=s.keystone, key=s.key, carried=s), memo=memo)
 
     def _publish_id(self) -> None:
         """Keep the memo's ID what this object holds, once it has dependents (and while it had them)."""
@@ -341,11 +376,15 @@ class KeystoneObjectWorkflow:
         read = 0
         for key in asked:
             self._watching.add(key.path)
-            known = await call_local(
-                own.WATCH,
-                Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
-                summary=f"ask {key} for its ID (and to wake this object when it exists)",
-            )
+            try:
+                known = await call_local(
+                    own.WATCH,
+                    Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
+                    summary=f"ask {key} for its ID (and to wake this object when it exists)",
+                )
+            except ACTIVITY_FAILED:
+                self._watching.discard(key.path)  # not registered: the step taken again asks again
+                raise
             if known is not None:  # read from its record: no answer to wait for
                 self._take_answer(known)
                 read += 1
