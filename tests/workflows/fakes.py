@@ -51,6 +51,7 @@ class FakeCloud:
     held: list[own.Claim] = field(default_factory=list)
     fail_wakes: int = 0  # the next N wakes of the lead sweep fail (Temporal unreachable)
     fail_watches: int = 0  # the next N watches are refused (a parent's run over a Temporal limit)
+    fail_deletes: int = 0  # the next N Keystone deletes fail (Keystone unreachable)
     object_workflows: set[str] = field(
         default_factory=set
     )  # KeystoneObject workflows started (closed at the end)
@@ -115,6 +116,9 @@ class FakeCloud:
         @activity.defn(name=io.DELETE.name)
         async def delete(req: io.Delete) -> bool:
             cloud.calls.append(io.DELETE.name)
+            if cloud.fail_deletes > 0:
+                cloud.fail_deletes -= 1
+                raise errors.transient(f"injected outage for {io.DELETE.name}")
             return cloud.objects.get(req.kind, {}).pop(req.id, None) is not None
 
         @activity.defn(name="kube.patch_status")

@@ -71,6 +71,19 @@ async def test_row_created_converges_fields_and_is_deleted_by_its_last_delete_cl
     assert h.cloud.of("domain") == []
 
 
+async def test_row_created_is_still_deleted_when_its_delete_fails_after_every_retry(h: Harness) -> None:
+    """Keystone refused the delete through all of its retries: the object's workflow takes the step again
+    a minute later (patch keystone-object-step-retried). Before, the failure failed that workflow, its
+    record (created by osprov) ended, and the release sent again found no record: the domain was kept."""
+    wf = await h.apply("Domain", {"name": "d"} | DELETE, finalizers=[FINALIZER])
+    await ready(h, wf)
+    h.cloud.fail_deletes = 5  # every attempt (DEFAULT_RETRY's 5)
+    await h.signal(wf, 1, {"name": "d"} | DELETE, deleting=True, finalizers=[FINALIZER])
+    await eventually(lambda: h.cloud.fail_deletes == 0, "the refused deletes")
+    await h.until(lambda: h.cloud.of("domain") == [], "deleted on the step taken again", virtual_s=300)
+    assert await wf.result() == "deleted"
+
+
 async def test_row_created_survives_while_another_resource_still_declares_it(h: Harness) -> None:
     """Item 4: two namespaces declare one object; deleting the one with delete leaves it for the other."""
     a = await h.apply("Domain", {"name": "shared"} | DELETE, name="a", finalizers=[FINALIZER])

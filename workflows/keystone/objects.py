@@ -288,8 +288,12 @@ class KeystoneObjectWorkflow:
         converger = Converger(s, full)
         if self._releases:
             releases, self._releases = self._releases, []
-            for release in releases:
-                await self._release(converger, release)
+            for i, release in enumerate(releases):
+                try:
+                    await self._release(converger, release)
+                except ACTIVITY_FAILED:
+                    self._releases = releases[i:] + self._releases  # the step taken again releases them
+                    raise
         if not s.claims and not s.watchers:
             await self._report(None)
             return
