@@ -87,6 +87,7 @@ IN_RELEASE_4: frozenset[str] = frozenset(
         "keystone-sweep-shards",
         "keystone-object-rolls-without-step",
         "keystone-object-step-retried",
+        "keystone-early-answers-kept",
     }
 )
 

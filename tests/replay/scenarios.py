@@ -477,3 +477,37 @@ async def keystone_object_step_retried(h: Harness, _: str) -> str:
 
 SCENARIOS["KeystoneObject-rolls-without-step"] = keystone_object_rolls
 SCENARIOS["KeystoneObject-step-retried"] = keystone_object_step_retried
+
+
+async def domain_early_answer(h: Harness, _: str) -> str:
+    """A Domain whose object's answer arrived in its first workflow task, before its state existed, and
+    whose claim sent then gets no answer: the early answer answers the pass (keystone-early-answers-kept)."""
+    from temporalio.worker import Worker
+
+    from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
+    from osprov.api.ownership import ObjectResult
+    from osprov.workflows.all import WORKFLOWS
+    from tests.workflows.harness import CONFIG
+
+    queue = f"{h.queue}-later"
+    ref = ResourceRef(kind="Domain", namespace="ns", name="early", uid="replay-early")
+    handle = await h.env.client.start_workflow(
+        "Domain",
+        EntityInput(ref=ref, config=CONFIG),
+        id=ref.workflow_id,
+        task_queue=queue,
+        start_signal=SIGNAL_RESOURCE_CHANGED,
+        start_signal_args=[ResourceChange(ref=ref, generation=1, spec={"name": "early"})],
+    )
+    dom = h.cloud.add("domain", name="early", enabled=True)
+    key = ObjectKey(kind="domain", name="early")
+    answer = ObjectResult(key=key, seq=1, outcome="adopted", message="adopted", id=dom.id, origin="found")
+    await handle.signal(own.SIGNAL_OBJECT_RESULT, answer)
+    h.cloud.lose_claims = 1
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=h.cloud.activities()):
+        await eventually(lambda: bool(h.cloud.statuses), "the first status")
+        await handle.terminate("recorded")
+    return handle.id
+
+
+SCENARIOS["Domain-early-answer"] = domain_early_answer

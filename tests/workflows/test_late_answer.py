@@ -11,8 +11,16 @@ second claim once the answer came, were most of a Project's 46.8 history events 
 
 from __future__ import annotations
 
+import uuid
+
+from temporalio.worker import Worker
+
+from osprov.api import ownership as own
+from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
+from osprov.api.ownership import ObjectKey, ObjectResult
+from osprov.workflows.all import WORKFLOWS
 from osprov.workflows.keystone.common import ANSWER_TIMEOUT, LATE_CLAIM_RESEND
-from tests.workflows.harness import Harness, eventually
+from tests.workflows.harness import CONFIG, Harness, eventually
 
 
 async def test_a_late_answer_wakes_the_resource_and_answers_its_pass_with_no_retry_between(
@@ -71,3 +79,36 @@ async def test_a_changed_spec_is_claimed_at_once_though_an_answer_is_late(h: Har
         lambda: bool(h.cloud.of("domain")) and h.last_ready()["status"] == "True", "created as declared"
     )
     assert h.cloud.of("domain")[0].fields.get("description") == "changed"
+
+
+async def test_an_answer_that_arrived_before_the_state_existed_answers_the_pass(h: Harness) -> None:
+    """A worker killed in a resource's first workflow task, after its claim went out: the object's answer
+    lands in that task's history, before the state exists, and the claim sent again on replay gets no
+    second answer (the object already gave it). That answer was dropped, and the pass waited for it until
+    the resend, 10 minutes later (CI: test_spine's kill -9 test)."""
+    queue = f"{h.queue}-later"  # no worker yet: the answer arrives with the start, in one first task
+    ref = ResourceRef(kind="Domain", namespace="ns", name="early", uid=str(uuid.uuid4()))
+    handle = await h.env.client.start_workflow(
+        "Domain",
+        EntityInput(ref=ref, config=CONFIG),
+        id=ref.workflow_id,
+        task_queue=queue,
+        start_signal=SIGNAL_RESOURCE_CHANGED,
+        start_signal_args=[ResourceChange(ref=ref, generation=1, spec={"name": "early"})],
+    )
+    h.started.append(handle)
+    dom = h.cloud.add("domain", name="early", enabled=True)
+    answer = ObjectResult(
+        key=ObjectKey(kind="domain", name="early"),
+        seq=1,
+        outcome="adopted",
+        message="found domain early",
+        id=dom.id,
+        origin="found",
+    )
+    await handle.signal(own.SIGNAL_OBJECT_RESULT, answer)
+    h.cloud.lose_claims = 1  # the claim sent again reaches an object that already answered it
+    async with Worker(h.env.client, task_queue=queue, workflows=WORKFLOWS, activities=h.cloud.activities()):
+        await eventually(lambda: bool(h.cloud.statuses), "the first status")
+        assert h.last_ready()["status"] == "True", h.last_ready()
+        assert len(h.cloud.claims) == 1

@@ -51,6 +51,8 @@ PATCH_LATE_ANSWER_AWAITED = "keystone-late-answer-awaited"
 # about once a minute for the minutes its object was behind, each retry a timer, a 60 s wait and three
 # workflow tasks (46.8 events per Project, 17 at 300), and its answer then cost a second claim.
 PATCH_LATE_ANSWER_WAKES = "keystone-late-answer-wakes"
+# An answer that arrived before the state existed is kept (KeystoneEntity.object_result); before, dropped.
+PATCH_EARLY_ANSWERS_KEPT = "keystone-early-answers-kept"
 
 Claims = dict[str, tuple[ObjectKey, Desired]]  # object path -> (key, what this resource declares)
 
@@ -67,6 +69,7 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         super().__init__()
         self._awaiting: int | None = None  # the claim seq a pass is waiting on (answers to it are expected)
         self._fresh: list[ObjectResult] = []  # answers that brought news since the last render (Events)
+        self._early: list[ObjectResult] = []  # answers that arrived before the state existed
 
     # ----- kind hooks ---------------------------------------------------------------------------
     def claims(self, spec: SpecT) -> Claims:
@@ -132,6 +135,10 @@ class KeystoneEntity(Entity[SpecT, KindT]):
     @workflow.signal(name=own.SIGNAL_OBJECT_RESULT)
     def object_result(self, result: ObjectResult) -> None:
         if self.s is None or self.s.kind is None:
+            # In the run's first workflow task, before the state exists. A worker killed in that task
+            # (after its claim went out) leaves the answer here, and the object answers the same claim,
+            # sent again on replay, no second time: dropped, the pass waited for it until the resend.
+            self._early.append(result)
             return
         k = self.claim_state
         path = result.key.path
@@ -148,6 +155,11 @@ class KeystoneEntity(Entity[SpecT, KindT]):
     async def reconcile(self, spec: SpecT, full: bool) -> Outcome:
         if not self.ownership():
             return await legacy.reconcile(self, spec, full)
+        if self._early:
+            early, self._early = self._early, []
+            if patches.patched(PATCH_EARLY_ANSWERS_KEPT):
+                for result in early:
+                    self.object_result(result)
         await self.before_claims(spec)
         wanted = self.claims(spec)
         k = self.claim_state
