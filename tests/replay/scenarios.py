@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from temporalio.worker import Worker
+
 from osprov.api import identity_io, inventory_io
 from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
-from osprov.api.ownership import ObjectKey, Watch
+from osprov.api.ownership import ObjectKey, ObjectResult, Watch
+from osprov.workflows.all import WORKFLOWS
 from tests.workflows import (
     fakes_cinder,
     fakes_inventory,
@@ -482,23 +485,8 @@ SCENARIOS["KeystoneObject-step-retried"] = keystone_object_step_retried
 async def domain_early_answer(h: Harness, _: str) -> str:
     """A Domain whose object's answer arrived in its first workflow task, before its state existed, and
     whose claim sent then gets no answer: the early answer answers the pass (keystone-early-answers-kept)."""
-    from temporalio.worker import Worker
-
-    from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
-    from osprov.api.ownership import ObjectResult
-    from osprov.workflows.all import WORKFLOWS
-    from tests.workflows.harness import CONFIG
-
     queue = f"{h.queue}-later"
-    ref = ResourceRef(kind="Domain", namespace="ns", name="early", uid="replay-early")
-    handle = await h.env.client.start_workflow(
-        "Domain",
-        EntityInput(ref=ref, config=CONFIG),
-        id=ref.workflow_id,
-        task_queue=queue,
-        start_signal=SIGNAL_RESOURCE_CHANGED,
-        start_signal_args=[ResourceChange(ref=ref, generation=1, spec={"name": "early"})],
-    )
+    handle = await h.apply("Domain", {"name": "early"}, name="early", uid="replay-early", queue=queue)
     dom = h.cloud.add("domain", name="early", enabled=True)
     key = ObjectKey(kind="domain", name="early")
     answer = ObjectResult(key=key, seq=1, outcome="adopted", message="adopted", id=dom.id, origin="found")

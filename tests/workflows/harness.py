@@ -70,15 +70,18 @@ class Harness:
         name: str = "r",
         uid: str | None = None,
         config: EntityConfig = CONFIG,
+        queue: str | None = None,
         **extra: Any,
     ) -> WorkflowHandle[Any, Any]:
+        """Start a resource's workflow with its first change; `queue`: another task queue (one no worker
+        serves yet, so the signals sent before a worker starts arrive in one first workflow task)."""
         ref = ResourceRef(kind=kind, namespace="ns", name=name, uid=uid or str(uuid.uuid4()))
         change = ResourceChange(ref=ref, generation=generation, spec=spec, **extra)
         handle = await self.env.client.start_workflow(
             kind,
             EntityInput(ref=ref, config=config),
             id=ref.workflow_id,
-            task_queue=self.queue,
+            task_queue=queue or self.queue,
             start_signal=SIGNAL_RESOURCE_CHANGED,
             start_signal_args=[change],
         )

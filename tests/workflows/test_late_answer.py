@@ -11,16 +11,13 @@ second claim once the answer came, were most of a Project's 46.8 history events 
 
 from __future__ import annotations
 
-import uuid
-
 from temporalio.worker import Worker
 
 from osprov.api import ownership as own
-from osprov.api.messages import SIGNAL_RESOURCE_CHANGED, EntityInput, ResourceChange, ResourceRef
 from osprov.api.ownership import ObjectKey, ObjectResult
 from osprov.workflows.all import WORKFLOWS
 from osprov.workflows.keystone.common import ANSWER_TIMEOUT, LATE_CLAIM_RESEND
-from tests.workflows.harness import CONFIG, Harness, eventually
+from tests.workflows.harness import Harness, eventually
 
 
 async def test_a_late_answer_wakes_the_resource_and_answers_its_pass_with_no_retry_between(
@@ -87,16 +84,7 @@ async def test_an_answer_that_arrived_before_the_state_existed_answers_the_pass(
     second answer (the object already gave it). That answer was dropped, and the pass waited for it until
     the resend, 10 minutes later (CI: test_spine's kill -9 test)."""
     queue = f"{h.queue}-later"  # no worker yet: the answer arrives with the start, in one first task
-    ref = ResourceRef(kind="Domain", namespace="ns", name="early", uid=str(uuid.uuid4()))
-    handle = await h.env.client.start_workflow(
-        "Domain",
-        EntityInput(ref=ref, config=CONFIG),
-        id=ref.workflow_id,
-        task_queue=queue,
-        start_signal=SIGNAL_RESOURCE_CHANGED,
-        start_signal_args=[ResourceChange(ref=ref, generation=1, spec={"name": "early"})],
-    )
-    h.started.append(handle)
+    handle = await h.apply("Domain", {"name": "early"}, name="early", queue=queue)
     dom = h.cloud.add("domain", name="early", enabled=True)
     answer = ObjectResult(
         key=ObjectKey(kind="domain", name="early"),

@@ -33,13 +33,12 @@ MAX_TICKS_PER_RUN = 200
 WAKE_RETRY = timedelta(seconds=60)  # a shard whose wake of the lead failed tries again after this
 
 
-@workflow.defn(name=sw.WORKFLOW_TYPE)
-class KeystoneSweepWorkflow:
+class ReportTable:
+    """What the lead and its shards share: reports and forgets recorded by path, read with QUERY_SWEPT."""
+
     def __init__(self) -> None:
         self.s: SweepState | None = None
         self._early: dict[str, Swept | None] = {}  # reports that arrived with the start
-        self._wakes: list[Wake] = []  # shards' wakes that arrived with the start
-        self._run_ticks = 0
 
     @workflow.signal(name=sw.SIGNAL_REPORT)
     def report(self, report: Report) -> None:
@@ -50,13 +49,30 @@ class KeystoneSweepWorkflow:
         self._record(forget.path, None)
 
     def _record(self, path: str, swept: Swept | None) -> None:
-        table = self.s.swept if self.s is not None else None
-        if table is None:
+        if self.s is None:
             self._early[path] = swept
         elif swept is None:
-            table.pop(path, None)
+            self.s.swept.pop(path, None)
         else:
-            table[path] = swept
+            self.s.swept[path] = swept
+
+    @workflow.query(name=sw.QUERY_SWEPT)
+    def swept(self) -> SweepState | None:
+        return self.s
+
+    def _take_early(self) -> None:
+        """Record the reports that arrived before the run's state existed."""
+        for path, swept in self._early.items():
+            self._record(path, swept)
+        self._early.clear()
+
+
+@workflow.defn(name=sw.WORKFLOW_TYPE)
+class KeystoneSweepWorkflow(ReportTable):
+    def __init__(self) -> None:
+        super().__init__()
+        self._wakes: list[Wake] = []  # shards' wakes that arrived with the start
+        self._run_ticks = 0
 
     @workflow.signal(name=sw.SIGNAL_WAKE)
     def wake(self, wake: Wake) -> None:
@@ -69,10 +85,6 @@ class KeystoneSweepWorkflow:
         else:
             self.s.shards[wake.shard] = wake.period_seconds
 
-    @workflow.query(name=sw.QUERY_SWEPT)
-    def swept(self) -> SweepState | None:
-        return self.s
-
     def period(self) -> float:
         assert self.s is not None
         periods = [*(x.period_seconds for x in self.s.swept.values()), *self.s.shards.values()]
@@ -84,9 +96,7 @@ class KeystoneSweepWorkflow:
     @workflow.run
     async def run(self, inp: SweepInput) -> str:
         self.s = inp.carried or SweepState(keystone=inp.keystone)
-        for path, swept in self._early.items():
-            self._record(path, swept)
-        self._early.clear()
+        self._take_early()
         for wake in self._wakes:
             self.wake(wake)
         self._wakes.clear()
@@ -168,35 +178,14 @@ class KeystoneSweepWorkflow:
 
 
 @workflow.defn(name=sw.SHARD_WORKFLOW_TYPE)
-class KeystoneSweepShardWorkflow:
+class KeystoneSweepShardWorkflow(ReportTable):
     """Holds the reports of the objects whose path hashes to this shard; tells the lead its shortest period
     whenever that changes (None: it holds none), so the lead knows when and how often to scan. No timer:
     an idle shard writes no event."""
 
     def __init__(self) -> None:
-        self.s: SweepState | None = None
-        self._early: dict[str, Swept | None] = {}
+        super().__init__()
         self.told: float | None = None  # the summary the lead was last sent
-
-    @workflow.signal(name=sw.SIGNAL_REPORT)
-    def report(self, report: Report) -> None:
-        self._record(report.swept.key.path, report.swept)
-
-    @workflow.signal(name=sw.SIGNAL_FORGET)
-    def forget(self, forget: Forget) -> None:
-        self._record(forget.path, None)
-
-    def _record(self, path: str, swept: Swept | None) -> None:
-        if self.s is None:
-            self._early[path] = swept
-        elif swept is None:
-            self.s.swept.pop(path, None)
-        else:
-            self.s.swept[path] = swept
-
-    @workflow.query(name=sw.QUERY_SWEPT)
-    def swept(self) -> SweepState | None:
-        return self.s
 
     def summary(self) -> float | None:
         assert self.s is not None
@@ -205,9 +194,7 @@ class KeystoneSweepShardWorkflow:
     @workflow.run
     async def run(self, inp: ShardInput) -> str:
         self.s = inp.carried or SweepState(keystone=inp.keystone)
-        for path, swept in self._early.items():
-            self._record(path, swept)
-        self._early.clear()
+        self._take_early()
         self.told = inp.told
         while True:
             await workflow.wait_condition(
