@@ -1,12 +1,12 @@
 """The Keystone sweep's activities (api/sweep.py): reports to their shard, a shard's wake of the lead, and
 the drift scan.
 
-`scan` is the one activity that reads more than one object: a read-only list per reported kind (the same
-projection, `keystone.to_object`, that an object workflow's read digests), one list of role assignments,
-and one login per password osprov manages. It writes nothing; what differs is returned and the lead
-wakes those objects' workflows, which decide and write as always. The reports are read with a query per
-shard, not passed as input, so the lead's history stays one activity per tick however many objects there
-are, and no payload holds more than one shard's reports.
+`scan` is the one activity that reads more than one object: a read-only list per reported kind (paged
+where Keystone pages; the same projection, `keystone.to_object`, that an object workflow's read digests),
+one list of role assignments, and one login per password osprov manages. It writes nothing; what differs
+is returned and the lead wakes those objects' workflows, which decide and write as always. The reports
+are read with a query per shard, not passed as input, so the lead's history stays one activity per tick
+however many objects there are, and no payload holds more than one shard's reports.
 """
 
 from __future__ import annotations
@@ -164,10 +164,8 @@ def compare(swept: list[Swept]) -> ScanResult:
             ]
             continue
         with openstack_errors(f"list {kind}s"):
-            digests = {
-                obj.id: sw.digest(obj.fields)
-                for obj in (keystone.to_object(kind, r) for r in keystone.proxy_call(conn, "list", kind)())
-            }
+            listed = _listed(conn, kind, {x.id for x in reports if x.id})
+            digests = {obj.id: sw.digest(obj.fields) for obj in (keystone.to_object(kind, r) for r in listed)}
         for x in reports:
             if x.id not in digests:
                 drifted.append(Drift(path=x.key.path, reason="deleted"))
@@ -178,6 +176,31 @@ def compare(swept: list[Swept]) -> ScanResult:
     seen |= {d.path for d in drifted}
     drifted += [Drift(path=p, reason="password changed") for p in _passwords(swept) if p not in seen]
     return ScanResult(checked=len(swept), drifted=drifted)
+
+
+# Keystone pages projects (domains are projects), users and groups by marker, and a list of them that names
+# no `limit` is cut at its [DEFAULT] max_db_limit (1,000 by default) with no sign that it was cut: past it,
+# every reported object would read as deleted. The other kinds' lists are not cut (their drivers take no
+# marker, so they are read whole, as before).
+PAGED_KINDS = frozenset({"domain", "project", "user", "group"})
+PAGE = 1000  # Keystone's default max_db_limit; a deployment's lower cap only means more, shorter pages
+
+
+def _listed(conn: Any, kind: str, wanted: set[str]) -> list[Any]:
+    """What the comparison needs of a kind's list: a paged kind is read page by page until every reported
+    ID is seen or a page comes back empty, so a converged deployment under one page pays one request."""
+    list_kind = keystone.proxy_call(conn, "list", kind)
+    if kind not in PAGED_KINDS:
+        return list(list_kind())
+    found: list[Any] = []
+    missing, marker = set(wanted), None
+    while True:
+        page = list(list_kind(paginated=False, limit=PAGE, **({"marker": marker} if marker else {})))
+        found += page
+        missing -= {str(r.id) for r in page}
+        if not page or not missing:
+            return found
+        marker = page[-1].id
 
 
 def _grants(conn: Any) -> set[Grant]:

@@ -8,12 +8,14 @@ password changed, and the operator's policy changed.
 
 from __future__ import annotations
 
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from osprov.activities import keystone, keystone_sweep
+from osprov.activities import cloud, keystone, keystone_sweep
 from osprov.api import sweep as sw
 from osprov.api.keystone_io import Create, Find, Grant, KeystoneObject, Probe, SetPassword, Update
 from osprov.api.ownership import ObjectKey, Policy
@@ -104,3 +106,33 @@ def test_scan_names_an_object_whose_operator_policy_changed(env: ActivityEnviron
     assert keystone_sweep.compare([swept(key, role, policy=Policy(allowed=True))]).drifted == [
         sw.Drift(path=key.path, reason="the operator's policy changed")
     ]
+
+
+def test_scan_reads_every_page_of_a_list_keystone_cuts_at_its_max_db_limit(admin: Any) -> None:
+    """Keystone cuts a project list that names no `limit` at [DEFAULT] max_db_limit (1,000) and says
+    nothing; the scan pages it, so an object past the cut is not read as deleted (before, every one was,
+    and was woken on every tick)."""
+    domain = admin.create_domain(name=f"osprovt-paged-{uuid.uuid4().hex[:8]}")
+    try:
+
+        def make(i: int) -> KeystoneObject:
+            conn = cloud.admin_connection()  # one per thread
+            return keystone.to_object(
+                "project", conn.identity.create_project(name=f"p{i}", domain_id=domain.id)
+            )
+
+        with ThreadPoolExecutor(4) as pool:
+            projects = list(pool.map(make, range(keystone_sweep.PAGE + 5)))
+        reports = [
+            swept(ObjectKey(kind="project", domain="paged", name=p.fields["name"]), p) for p in projects
+        ]
+        assert keystone_sweep.compare(reports) == sw.ScanResult(checked=len(reports), drifted=[])
+
+        # A project deleted outside osprov is still named: the pages are read to the end to look for it.
+        admin.delete_project(projects[-1].id)
+        assert keystone_sweep.compare(reports).drifted == [
+            sw.Drift(path=reports[-1].key.path, reason="deleted")
+        ]
+    finally:
+        admin.update_domain(domain.id, enabled=False)
+        admin.delete_domain(domain.id, ignore_missing=True)
