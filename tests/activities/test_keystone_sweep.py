@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from openstack.identity.v3._proxy import Proxy as Identity
 from temporalio.testing import ActivityEnvironment
 
 from osprov.activities import cloud, keystone, keystone_sweep
@@ -116,10 +117,8 @@ def test_scan_reads_every_page_of_a_list_keystone_cuts_at_its_max_db_limit(admin
     try:
 
         def make(i: int) -> KeystoneObject:
-            conn = cloud.admin_connection()  # one per thread
-            return keystone.to_object(
-                "project", conn.identity.create_project(name=f"p{i}", domain_id=domain.id)
-            )
+            identity = cast(Identity, cloud.admin_connection().identity)  # one connection per thread
+            return keystone.to_object("project", identity.create_project(name=f"p{i}", domain_id=domain.id))
 
         with ThreadPoolExecutor(4) as pool:
             projects = list(pool.map(make, range(keystone_sweep.PAGE + 5)))
