@@ -36,7 +36,7 @@ from osprov.activities.contract import implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
-from osprov.api.ownership import Claim, ObjectKey, ParentReady, Policy, Release, Watch
+from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch, WatchAnswer
 
 log = structlog.get_logger("osprov.activities.ownership")
 
@@ -100,24 +100,31 @@ async def claim(request: Claim) -> None:
 
 
 @implements_async(own.WATCH)
-async def watch(request: Watch) -> ParentReady | None:
+async def watch(request: Watch) -> WatchAnswer | None:
     """Ask an object's workflow (started if needed) to tell a dependent its ID, and to wake it on change.
 
     When the object's memo already holds its ID, that is the answer, and the watch carries it as
     `known_id`: the object only registers the watcher, and answers with a signal only if its ID is no
     longer that one when the watch arrives (its handler compares, so a change between this read and the
     watch is never missed). Else (None) the object answers with a parent-ready signal. A domain with
-    thousands of dependents thus writes one event per dependent instead of a step and a signal back each."""
-    known = await _read_parent(request.keystone, request.key)
+    thousands of dependents thus writes one event per dependent instead of a step and a signal back each.
+
+    A parent whose run is far past its length bound is behind (api/ownership.py `defers_watch`): the
+    answer is the ID it holds, unregistered, and nothing is sent; the dependent registers again later."""
+    known, length = await _read_parent(request.keystone, request.key)
+    if known is not None and own.defers_watch(length):
+        log.info("parent busy, watch deferred", parent=str(request.key), history_length=length)
+        return WatchAnswer(key=known.key, present=known.present, id=known.id, registered=False)
     if known is not None:
         request = request.model_copy(update={"known_id": known.id})
     await _start_with(own.SIGNAL_WATCH, request.keystone, request.key, request)
     return known
 
 
-async def _read_parent(keystone: str, key: ObjectKey) -> ParentReady | None:
-    """The object's ID from its running workflow's memo; None on any doubt (not running, no ID yet, an
-    older worker's run without the memo, the server slow to answer): the signal answer is then the way.
+async def _read_parent(keystone: str, key: ObjectKey) -> tuple[WatchAnswer | None, int]:
+    """The object's ID from its running workflow's memo, and its run's length in events; None on any doubt
+    (not running, no ID yet, an older worker's run without the memo, the server slow to answer): the
+    signal answer is then the way.
 
     A describe, not a query: the server answers it from its record of the run, while a query waits for a
     worker's task and is refused ("consistent query buffer is full", retried for ~10 s) when the parent is
@@ -127,13 +134,14 @@ async def _read_parent(keystone: str, key: ObjectKey) -> ParentReady | None:
     try:
         described = await handle.describe(rpc_timeout=READ_PARENT_TIMEOUT)
         if described.status != WorkflowExecutionStatus.RUNNING:
-            return None  # a closed run's record is not news
+            return None, 0  # a closed run's record is not news
         known = await described.memo_value(own.MEMO_ID, None, type_hint=str)
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             log.info("parent's memo unread, answer by signal", parent=str(key), reason=err.status.name)
-        return None
-    return ParentReady(key=key, present=True, id=known) if known else None
+        return None, 0
+    length = described.history_length
+    return (WatchAnswer(key=key, present=True, id=known) if known else None), length
 
 
 @implements_async(own.RELEASE)

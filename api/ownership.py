@@ -170,6 +170,16 @@ class ParentReady(_Frozen):
     id: str | None = None
 
 
+class WatchAnswer(ParentReady):
+    """A watch's own answer (the WATCH activity's result; the parent's later news stays a ParentReady).
+
+    `registered` False: the dependent read the parent's ID, but its watch was not sent, because the
+    parent's run is too long to take more signals now (`defers_watch`). The dependent uses the ID and
+    registers again later (ObjectState.unregistered)."""
+
+    registered: bool = True
+
+
 Outcome = Literal["ready", "adopted", "observed", "refused", "conflict", "waiting", "error", "released"]
 
 
@@ -214,11 +224,27 @@ class ObjectState(BaseModel):
     held: list[str] = Field(default_factory=list)  # paused claimants (api/sweep.py Hold) until they claim
     results: dict[str, ObjectResult] = Field(default_factory=dict)  # last answer per claimant
     passes: int = 0
+    # Parents whose ID this object uses but whose watch was deferred (WatchAnswer.registered False): it
+    # registers with them again on a backoff, so their news reaches it.
+    unregistered: list[ObjectKey] = Field(default_factory=list)
 
 
 # An object's run continues as new once its history is this long, with or without a step (Temporal
 # refuses signals past 10,000 per execution; workflows/keystone/objects.py).
 MAX_HISTORY_PER_RUN = 5000
+# A dependent that read its parent's ID defers its watch (registers later) while the parent's run is this
+# many events past MAX_HISTORY_PER_RUN. A parent continues as new as soon as one of its tasks sees its run
+# past MAX_HISTORY_PER_RUN, so a run this long means its tasks are behind: each watch would only add a
+# signal that its next task must replay and handle. At 10,000 dependents, a domain whose task fell behind
+# on a saturated worker collected 5,500 of them, its task then no longer fitted WORKFLOW_TASK_TIMEOUT,
+# and the run hit Temporal's 10,000 signals (docs/benchmarks.md, "The 10,000 run"). The margin keeps a
+# run that is keeping up from deferring anyone: every watch it takes below it reaches a task that rolls.
+WATCH_DEFER_MARGIN = 100
+
+
+def defers_watch(history_length: int) -> bool:
+    """Whether a watch carrying the parent's ID waits, the parent's run being `history_length` long."""
+    return history_length >= MAX_HISTORY_PER_RUN + WATCH_DEFER_MARGIN
 
 
 class ObjectInput(_Frozen):
@@ -233,10 +259,10 @@ class ObjectInput(_Frozen):
 CLAIM: Activity[Claim, None] = Activity("ownership.claim", Claim, type(None))
 # A watch answers at once when the object's memo already holds its ID (None: the answer comes as a
 # parent-ready signal); recorded runs from before that carry None.
-WATCH: Activity[Watch, ParentReady | None] = Activity(
+WATCH: Activity[Watch, WatchAnswer | None] = Activity(
     "ownership.watch",
     Watch,
-    ParentReady | None,  # type: ignore[arg-type]
+    WatchAnswer | None,  # type: ignore[arg-type]
 )
 RELEASE: Activity[Release, bool] = Activity("ownership.release", Release, bool)
 UNWATCH: Activity[Watch, bool] = Activity("ownership.unwatch", Watch, bool)

@@ -393,6 +393,31 @@ SCENARIOS["KeystoneObject-read-parent"] = keystone_object_read_parent
 SCENARIOS["KeystoneObject-registered-watch"] = keystone_object_registered_watch
 
 
+async def keystone_object_registers_later(h: Harness, _: str) -> str:
+    """A project's object whose watch the busy domain deferred (WatchAnswer.registered False): Ready with the
+    ID it read, it registers on its backoff (objects.py REGISTER_FIRST), then is deleted."""
+    h.cloud.add("domain", name="service", enabled=True)
+    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
+    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
+    h.cloud.defer_watches = 1
+    spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
+    second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
+    await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
+    key = ObjectKey(kind="project", domain="service", name="p2")
+    watcher = key.workflow_id(h.keystone, h.queue)
+    await h.until(
+        lambda: sum(1 for w in h.cloud.watches if w.watcher == watcher) == 2,
+        "registered again",
+        virtual_s=150,
+    )
+    await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])
+    await second.result()
+    return watcher
+
+
+SCENARIOS["KeystoneObject-registers-later"] = keystone_object_registers_later
+
+
 async def domain_late_answer(h: Harness, _: str) -> str:
     """A Domain whose first claim is never answered: its retries wait for that answer, the claim goes out
     again after LATE_CLAIM_RESEND (patch keystone-late-answer-awaited)."""

@@ -46,11 +46,13 @@ class FakeCloud:
     # own identity from Keystone): controller object paths -> why they are protected.
     controller: dict[str, str] = field(default_factory=dict)
     claims: list[own.Claim] = field(default_factory=list)  # every claim a resource sent, in order
+    watches: list[own.Watch] = field(default_factory=list)  # every watch an object sent, in order
     lose_claims: int = 0  # the next N claims are never delivered (as to an object's workflow terminated)
     hold_claims: int = 0  # the next N claims wait in `held` until the test delivers them (an object behind)
     held: list[own.Claim] = field(default_factory=list)
     fail_wakes: int = 0  # the next N wakes of the lead sweep fail (Temporal unreachable)
     fail_watches: int = 0  # the next N watches are refused (a parent's run over a Temporal limit)
+    defer_watches: int = 0  # the next N watches that read an ID are deferred (the parent is behind)
     fail_deletes: int = 0  # the next N Keystone deletes fail (Keystone unreachable)
     object_workflows: set[str] = field(
         default_factory=set
@@ -210,11 +212,17 @@ class FakeCloud:
             await ownership.claim(req)
 
         @activity.defn(name=own.WATCH.name)
-        async def watch(req: own.Watch) -> own.ParentReady | None:
+        async def watch(req: own.Watch) -> own.WatchAnswer | None:
             if cloud.fail_watches > 0:
                 cloud.fail_watches -= 1
                 raise errors.transient("cannot reach the workflow of the parent: INVALID_ARGUMENT")
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
+            cloud.watches.append(req)
+            if cloud.defer_watches > 0:
+                known, _ = await ownership._read_parent(req.keystone, req.key)
+                if known is not None:  # what the real watch answers when the parent's run is too long
+                    cloud.defer_watches -= 1
+                    return known.model_copy(update={"registered": False})
             return await ownership.watch(req)
 
         @activity.defn(name=sw.REPORT.name)

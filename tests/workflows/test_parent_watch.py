@@ -11,15 +11,19 @@ signal anyway.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
+from osprov.activities import ownership
 from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.ownership import ObjectKey, Watch
+from osprov.workflows.keystone import objects
 from tests.workflows.harness import Harness, eventually
 
 DOMAIN = ObjectKey(kind="domain", name="service")
@@ -185,3 +189,70 @@ async def test_a_step_whose_watch_is_refused_is_taken_again_instead_of_failing_t
     description = await p2.describe()
     assert description.status == WorkflowExecutionStatus.RUNNING
     assert len(h.cloud.claims) == 2  # no resend was needed
+
+
+async def test_a_dependent_whose_watch_is_deferred_uses_the_parents_id_and_registers_later(
+    h: Harness,
+) -> None:
+    """A parent behind on its tasks defers the watch (api/ownership.py defers_watch): the dependent is
+    Ready with the ID it read, owes the registration in its record, and registers on its backoff. Before,
+    every watch was sent: at 10,000 dependents a domain behind collected 5,500, its task no longer fitted
+    the task timeout and its run hit Temporal's 10,000 signals (docs/benchmarks.md, "The 10,000 run")."""
+    dom = h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    p2_key = ObjectKey(kind="project", domain="service", name="p2")
+    p2 = h.env.client.get_workflow_handle(object_id(h, p2_key))
+
+    h.cloud.defer_watches = 1
+    await ready_project(h, "p2")
+    assert h.cloud.defer_watches == 0
+    assert [p.fields["domain_id"] for p in h.cloud.of("project")] == [dom.id, dom.id]
+    record: Any = await p2.query(own.QUERY_OBJECT)
+    assert [ObjectKey.model_validate(k) for k in record["unregistered"]] == [DOMAIN]
+    assert not await _watchers_include(domain, p2.id)
+
+    def registered_again() -> bool:
+        return sum(1 for w in h.cloud.watches if w.watcher == p2.id and w.key == DOMAIN) == 2
+
+    await h.until(registered_again, "p2 watching the domain again", virtual_s=int(objects.REGISTER_FIRST * 2))
+    await eventually(lambda: _watchers_include(domain, p2.id), "p2 registered with the domain")
+    record = await p2.query(own.QUERY_OBJECT)
+    assert record["unregistered"] == []
+    assert await answers_sent(h, domain.id) == [
+        object_id(h, ObjectKey(kind="project", domain="service", name="p1"))
+    ]
+
+
+async def test_the_watch_is_deferred_while_the_parents_run_is_far_past_its_bound(
+    tenv: WorkflowEnvironment, monkeypatch: Any
+) -> None:
+    """activities/ownership.py watch: the ID is read from the parent's memo and, once the parent's run is
+    WATCH_DEFER_MARGIN events past MAX_HISTORY_PER_RUN (its tasks are behind: one that ran would have rolled
+    it), nothing more is sent to it. No worker polls the parent's queue here, so its task stays behind."""
+    monkeypatch.setattr(own, "MAX_HISTORY_PER_RUN", 5)
+    monkeypatch.setattr(own, "WATCH_DEFER_MARGIN", 5)
+    queue = "no-worker-polls-this-queue"
+    env = ActivityEnvironment(client=tenv.client)
+    env.info = dataclasses.replace(env.info, task_queue=queue)
+    parent = await tenv.client.start_workflow(
+        own.WORKFLOW_TYPE,
+        own.ObjectInput(keystone="ks", key=DOMAIN),
+        id=DOMAIN.workflow_id("ks", queue),
+        task_queue=queue,
+        memo={own.MEMO_ID: "the-domain-id"},
+    )
+    answers = [
+        await env.run(ownership.watch, Watch(keystone="ks", watcher=f"dependent-{i}", key=DOMAIN))
+        for i in range(12)
+    ]
+    assert {(a.id, a.present) for a in answers if a is not None} == {("the-domain-id", True)}
+    sent = [a for a in answers if a is not None and a.registered]
+    assert 0 < len(sent) < len(answers) and answers[-1] is not None and not answers[-1].registered
+    length = (await parent.describe()).history_length
+    assert length >= own.MAX_HISTORY_PER_RUN + own.WATCH_DEFER_MARGIN
+
+    late = await env.run(ownership.watch, Watch(keystone="ks", watcher="late", key=DOMAIN))
+    assert late == own.WatchAnswer(key=DOMAIN, present=True, id="the-domain-id", registered=False)
+    assert (await parent.describe()).history_length == length  # no signal: the run did not grow
+    await parent.terminate("test over")

@@ -19,7 +19,7 @@ in case someone outside osprov creates it).
 from __future__ import annotations
 
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import FailureError
@@ -60,6 +60,9 @@ PATCH_ROLL_WITHOUT_STEP = "keystone-object-rolls-without-step"
 # would drop this object's ownership record and leave its claimants without an answer.
 PATCH_STEP_RETRIED = "keystone-object-step-retried"
 STEP_RETRY = timedelta(seconds=60)
+# A parent behind on its tasks defers a dependent's watch (api/ownership.py defers_watch); the dependent
+# uses the ID it read and registers again on this backoff (jittered: thousands may be deferred at once).
+REGISTER_FIRST, REGISTER_MAX = 60.0, 600.0
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -77,6 +80,8 @@ class KeystoneObjectWorkflow:
         self._regroup = False  # a hold arrived: only the sweep report changes
         self._published: str | None = None  # the ID this run's memo holds (own.MEMO_ID)
         self._roll = False  # the run is long: continue as new before the next step
+        self._register_at: datetime | None = None  # when to register with the parents that deferred us
+        self._register_tries = 0
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
     def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
@@ -189,23 +194,11 @@ class KeystoneObjectWorkflow:
     # ----- the loop ---------------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: own.ObjectInput) -> str:
-        s = inp.carried or ObjectState(keystone=inp.keystone, key=inp.key)
-        if self.s is not None:  # claims and watches that arrived with the start
-            for c in self.s.claims:
-                if all(x.claimant.workflow_id != c.claimant.workflow_id for x in s.claims):
-                    s.claims.append(c)
-            s.watchers += [w for w in self.s.watchers if w not in s.watchers]
-        self.s = s
-        self._published = workflow.memo_value(own.MEMO_ID, None, type_hint=str)  # carried by continue-as-new
-        self._dirty = True
+        s = self._begin(inp)
         while True:
-            with contextlib.suppress(TimeoutError):
-                timeout = self._recheck_after()
-                await workflow.wait_condition(
-                    lambda: self._dirty or self._regroup or self._roll,
-                    timeout=timedelta(seconds=timeout) if timeout else None,
-                    timeout_summary=f"re-check whether {s.key} exists (dependents are waiting for it)",
-                )
+            if await self._wait():
+                await self._register()
+                continue
             if self._roll and not (self._dirty or self._regroup):
                 await self._continue_as_new()
             if self._regroup and not self._dirty:  # held: leave the sweep, call nothing else
@@ -230,6 +223,39 @@ class KeystoneObjectWorkflow:
                 return self._end_reason()
             if self._roll or workflow.info().is_continue_as_new_suggested() or s.passes >= MAX_PASSES_PER_RUN:
                 await self._continue_as_new()
+
+    def _begin(self, inp: own.ObjectInput) -> ObjectState:
+        s = inp.carried or ObjectState(keystone=inp.keystone, key=inp.key)
+        if self.s is not None:  # claims and watches that arrived with the start
+            for c in self.s.claims:
+                if all(x.claimant.workflow_id != c.claimant.workflow_id for x in s.claims):
+                    s.claims.append(c)
+            s.watchers += [w for w in self.s.watchers if w not in s.watchers]
+        self.s = s
+        self._published = workflow.memo_value(own.MEMO_ID, None, type_hint=str)  # carried by continue-as-new
+        self._dirty = True
+        if s.unregistered:  # carried by continue-as-new: still owed
+            self._owe_registration()
+        return s
+
+    async def _wait(self) -> bool:
+        """Wait for a message, or for the timer of an absent object's re-check or of the registrations
+        owed; True when only the registrations' timer fired (no step: nothing else is due)."""
+        timeout = self._recheck_after()
+        summary = f"re-check whether {self.st.key} exists (dependents are waiting for it)"
+        register = self._register_in()
+        registering = register is not None and (timeout is None or register < timeout)
+        if registering:
+            timeout, summary = register, "register with the parents that were busy"
+        try:
+            await workflow.wait_condition(
+                lambda: self._dirty or self._regroup or self._roll,
+                timeout=timedelta(seconds=timeout) if timeout else None,
+                timeout_summary=summary,
+            )
+        except TimeoutError:
+            return registering
+        return False
 
     async def _continue_as_new(self) -> None:
         s = self.st
@@ -392,6 +418,12 @@ class KeystoneObjectWorkflow:
             if known is not None:  # read from its record: no answer to wait for
                 self._take_answer(known)
                 read += 1
+                if not known.registered:  # the parent is behind: use its ID, register later
+                    self._watching.discard(key.path)
+                    self._owe_registration(key)
+                    continue
+            if key in s.unregistered:
+                s.unregistered.remove(key)
         if read < len(asked):  # runs recorded before the read always wait here (their watches said None)
             if patches.patched(PATCH_ANSWER_ENDS_WAIT):
                 self._asking = {k.path for k in asked}
@@ -422,6 +454,49 @@ class KeystoneObjectWorkflow:
         )
         await self._answer({c.claimant.workflow_id: self._result(c, "waiting", message) for c in s.claims})
         return False
+
+    # ----- registering with a parent that deferred our watch -----------------------------------
+    def _owe_registration(self, key: ObjectKey | None = None) -> None:
+        s = self.st
+        if key is not None and key not in s.unregistered:
+            s.unregistered.append(key)
+        if self._register_at is None:
+            self._schedule_registration()
+
+    def _schedule_registration(self) -> None:
+        delay = min(REGISTER_FIRST * 2.0**self._register_tries, REGISTER_MAX)
+        delay *= workflow.random().uniform(0.75, 1.25)  # deterministic (replayed from the run's seed)
+        self._register_at = workflow.now() + timedelta(seconds=delay)
+
+    def _register_in(self) -> float | None:
+        if not self.st.unregistered or self._register_at is None:
+            return None
+        return max((self._register_at - workflow.now()).total_seconds(), 1.0)
+
+    async def _register(self) -> None:
+        """Watch again each parent that deferred our watch. Its ID is only news when it changed."""
+        s = self.st
+        for key in list(s.unregistered):
+            try:
+                known = await call_local(
+                    own.WATCH,
+                    Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
+                    summary=f"register with {key} (it was busy)",
+                )
+            except ACTIVITY_FAILED:
+                continue  # asked again on the backoff
+            if known is not None and not known.registered:
+                continue
+            s.unregistered.remove(key)
+            self._watching.add(key.path)
+            if known is not None:  # else its memo lost the ID: its answer comes as a signal
+                before = dict(s.parent_ids)
+                self._take_answer(known)
+                self._dirty = self._dirty or s.parent_ids != before
+        self._register_tries = self._register_tries + 1 if s.unregistered else 0
+        self._register_at = None
+        if s.unregistered:
+            self._schedule_registration()
 
     async def _release(self, converger: Converger, release: Release) -> None:
         s = self.st
