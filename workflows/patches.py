@@ -91,12 +91,21 @@ IN_RELEASE_4: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_5 = "osprov-release-2026-12e"
+IN_RELEASE_5: frozenset[str] = frozenset(
+    {
+        "keystone-object-reasks-unanswered",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
     (RELEASE_2, IN_RELEASE_2),
     (RELEASE_3, IN_RELEASE_3),
     (RELEASE_4, IN_RELEASE_4),
+    (RELEASE_5, IN_RELEASE_5),
 )
 
 

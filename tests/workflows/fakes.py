@@ -53,6 +53,7 @@ class FakeCloud:
     fail_wakes: int = 0  # the next N wakes of the lead sweep fail (Temporal unreachable)
     fail_watches: int = 0  # the next N watches are refused (a parent's run over a Temporal limit)
     defer_watches: int = 0  # the next N watches that read an ID are deferred (the parent is behind)
+    lose_watches: int = 0  # the next N watches read no ID and are never answered (a parent far behind)
     fail_deletes: int = 0  # the next N Keystone deletes fail (Keystone unreachable)
     object_workflows: set[str] = field(
         default_factory=set
@@ -218,6 +219,9 @@ class FakeCloud:
                 raise errors.transient("cannot reach the workflow of the parent: INVALID_ARGUMENT")
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             cloud.watches.append(req)
+            if cloud.lose_watches > 0:
+                cloud.lose_watches -= 1
+                return None
             if cloud.defer_watches > 0:
                 known, _ = await ownership._read_parent(req.keystone, req.key)
                 if known is not None:  # what the real watch answers when the parent's run is too long

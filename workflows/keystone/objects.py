@@ -61,8 +61,13 @@ PATCH_ROLL_WITHOUT_STEP = "keystone-object-rolls-without-step"
 PATCH_STEP_RETRIED = "keystone-object-step-retried"
 STEP_RETRY = timedelta(seconds=60)
 # A parent behind on its tasks defers a dependent's watch (api/ownership.py defers_watch); the dependent
-# uses the ID it read and registers again on this backoff (jittered: thousands may be deferred at once).
-REGISTER_FIRST, REGISTER_MAX = 60.0, 600.0
+# uses the ID it read and registers again on this backoff, jittered ±50 %. Thousands are deferred at once
+# and each try is a workflow task on a worker already saturated: at 10,000 a first try after a minute
+# added a task per deferred dependent per minute or two to the backlog that delayed everyone else. Until
+# it registers, a change of the parent's ID reaches it when its own next step finds the ID stale.
+REGISTER_FIRST, REGISTER_MAX = 600.0, 3600.0
+# A parent that does not answer a watch in PARENT_ANSWER_TIMEOUT is asked again on that backoff too.
+PATCH_REASK_UNANSWERED = "keystone-object-reasks-unanswered"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -165,6 +170,8 @@ class KeystoneObjectWorkflow:
         if s is None:
             return
         self._take_answer(ready)
+        if ready.key in s.unregistered:  # it answered: registered
+            s.unregistered.remove(ready.key)
         # An answer the running step waits for needs no step of its own.
         if ready.key.path not in self._asking:
             self._dirty = True
@@ -436,6 +443,7 @@ class KeystoneObjectWorkflow:
                     )
             finally:
                 self._asking = set()
+            self._reask_unanswered(asked)
         missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
         if not missing:
             return True
@@ -465,7 +473,7 @@ class KeystoneObjectWorkflow:
 
     def _schedule_registration(self) -> None:
         delay = min(REGISTER_FIRST * 2.0**self._register_tries, REGISTER_MAX)
-        delay *= workflow.random().uniform(0.75, 1.25)  # deterministic (replayed from the run's seed)
+        delay *= workflow.random().uniform(0.5, 1.5)  # deterministic (replayed from the run's seed)
         self._register_at = workflow.now() + timedelta(seconds=delay)
 
     def _register_in(self) -> float | None:
@@ -473,8 +481,20 @@ class KeystoneObjectWorkflow:
             return None
         return max((self._register_at - workflow.now()).total_seconds(), 1.0)
 
+    def _reask_unanswered(self, asked: list[ObjectKey]) -> None:
+        """A parent that has not answered within PARENT_ANSWER_TIMEOUT is asked again on the registration
+        backoff. Before, only its answer could wake this object: a domain whose task fell behind on a
+        saturated worker left a group waiting 50 minutes (its watch had found no ID in the memo, the
+        describe being slow), though the memo had held the ID all along."""
+        unanswered = [k for k in asked if k.path not in self._parent_answers]
+        if unanswered and patches.patched(PATCH_REASK_UNANSWERED):
+            for key in unanswered:
+                self._watching.discard(key.path)
+                self._owe_registration(key)
+
     async def _register(self) -> None:
-        """Watch again each parent that deferred our watch. Its ID is only news when it changed."""
+        """Watch again each parent that deferred our watch or did not answer it. Its ID is only news when
+        it changed; a parent whose memo holds no ID is asked by signal, and stays owed until it answers."""
         s = self.st
         for key in list(s.unregistered):
             try:
@@ -487,12 +507,13 @@ class KeystoneObjectWorkflow:
                 continue  # asked again on the backoff
             if known is not None and not known.registered:
                 continue
-            s.unregistered.remove(key)
             self._watching.add(key.path)
-            if known is not None:  # else its memo lost the ID: its answer comes as a signal
-                before = dict(s.parent_ids)
-                self._take_answer(known)
-                self._dirty = self._dirty or s.parent_ids != before
+            if known is None:
+                continue  # the watch went as a signal: the parent's answer (parent_ready) ends the debt
+            s.unregistered.remove(key)
+            before = dict(s.parent_ids)
+            self._take_answer(known)
+            self._dirty = self._dirty or s.parent_ids != before
         self._register_tries = self._register_tries + 1 if s.unregistered else 0
         self._register_at = None
         if s.unregistered:
