@@ -123,7 +123,11 @@ def osprov_via_proxy(
             "OS_CLIENT_CONFIG_FILE": str(path),
             "OSPROV_ACTIVITY_THREADS": str(threads),
             "OSPROV_LOG_LEVEL": "WARNING",
-        } | {k: v for k, v in os.environ.items() if k in ("OSPROV_WORKFLOW_RUNNER", "OSPROV_WORKFLOW_CACHE")}
+        } | {
+            k: v
+            for k, v in os.environ.items()
+            if k in ("OSPROV_WORKFLOW_RUNNER", "OSPROV_WORKFLOW_CACHE", "OSPROV_WORKFLOW_TASKS")
+        }
         runner = cast(
             Generator[Osprov], run_osprov(env, Path(tmp), resync_seconds=resync_seconds, extra_env=extra)
         )

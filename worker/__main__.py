@@ -43,6 +43,7 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         activity_executor=executor,
         max_concurrent_activities=settings.activity_threads,
         max_cached_workflows=settings.workflow_cache,
+        max_concurrent_workflow_tasks=settings.workflow_tasks,
         interceptors=[LogContextInterceptor()],
         graceful_shutdown_timeout=timedelta(seconds=20),
         # A workflow's next task goes to the worker that has it cached; if that worker died, the task moves
