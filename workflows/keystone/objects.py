@@ -466,9 +466,12 @@ class KeystoneObjectWorkflow:
     # ----- registering with a parent that deferred our watch -----------------------------------
     def _owe_registration(self, key: ObjectKey | None = None) -> None:
         s = self.st
+        owed = bool(s.unregistered)
         if key is not None and key not in s.unregistered:
             s.unregistered.append(key)
-        if self._register_at is None:
+        if not owed:  # a new debt starts the backoff afresh (a time left from one answers paid is stale)
+            self._register_tries = 0
+        if self._register_at is None or not owed:
             self._schedule_registration()
 
     def _schedule_registration(self) -> None:
