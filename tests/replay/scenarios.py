@@ -20,7 +20,7 @@ from osprov.api.identity import IDENTITY_GROUP
 from osprov.api.operations import PAUSED
 from osprov.api.ownership import ObjectKey, ObjectResult, Watch
 from osprov.workflows.all import WORKFLOWS
-from osprov.workflows.keystone import objects
+from osprov.workflows.keystone import parents
 from tests.workflows import (
     fakes_cinder,
     fakes_inventory,
@@ -396,7 +396,7 @@ SCENARIOS["KeystoneObject-registered-watch"] = keystone_object_registered_watch
 
 async def keystone_object_registers_later(h: Harness, _: str) -> str:
     """A project's object whose watch the busy domain deferred (WatchAnswer.registered False): Ready with the
-    ID it read, it registers on its backoff (objects.py REGISTER_FIRST), then is deleted."""
+    ID it read, it registers on its backoff (parents.py REGISTER_FIRST), then is deleted."""
     h.cloud.add("domain", name="service", enabled=True)
     first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
     await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
@@ -406,7 +406,7 @@ async def keystone_object_registers_later(h: Harness, _: str) -> str:
     await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
     key = ObjectKey(kind="project", domain="service", name="p2")
     watcher = key.workflow_id(h.keystone, h.queue)
-    await h.sleep_settled(objects.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
+    await h.sleep_settled(parents.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
     await h.until(
         lambda: sum(1 for w in h.cloud.watches if w.watcher == watcher) == 2,
         "registered again",
@@ -431,7 +431,7 @@ async def keystone_object_reasks_unanswered(h: Harness, _: str) -> str:
     spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
     second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
     await h.until(lambda: bool(h.written.get(second.id)), "the second project's first status", virtual_s=60)
-    await h.sleep_settled(objects.REGISTER_FIRST * 1.5)
+    await h.sleep_settled(parents.REGISTER_FIRST * 1.5)
     await h.until(lambda: len(h.cloud.of("project")) == 2, "the second project created", virtual_s=60)
     await h.until(lambda: h.written[second.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=60)
     await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])

@@ -1,4 +1,4 @@
-"""A dependent's watch (workflows/keystone/objects.py `_parents_known`, activities/ownership.py `watch`).
+"""A dependent's watch (workflows/keystone/parents.py `Parents.missing`, activities/ownership.py `watch`).
 
 A dependent that finds its parent's ID in the parent's memo (a describe) uses it at once, and its watch only
 registers it for news: the parent runs no step and signals nothing back. A domain with thousands of
@@ -23,7 +23,7 @@ from osprov.api import keystone_io as io
 from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.ownership import ObjectKey, Watch
-from osprov.workflows.keystone import objects
+from osprov.workflows.keystone import parents
 from tests.workflows.harness import Harness, eventually
 
 DOMAIN = ObjectKey(kind="domain", name="service")
@@ -216,7 +216,7 @@ async def test_a_dependent_whose_watch_is_deferred_uses_the_parents_id_and_regis
         return sum(1 for w in h.cloud.watches if w.watcher == p2.id and w.key == DOMAIN) == 2
 
     assert not registered_again()
-    await h.sleep_settled(objects.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
+    await h.sleep_settled(parents.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
     await h.until(registered_again, "p2 watching the domain again", virtual_s=30)
     await eventually(lambda: _watchers_include(domain, p2.id), "p2 registered with the domain")
     record = await p2.query(own.QUERY_OBJECT)
@@ -273,6 +273,6 @@ async def test_a_parent_that_never_answers_is_asked_again_and_its_id_read(h: Har
     assert h.written[wf.id]["conditions"][0]["status"] == "False", h.written[wf.id]
     assert len(h.cloud.of("project")) == 1
 
-    await h.sleep_settled(objects.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
+    await h.sleep_settled(parents.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
     await h.until(lambda: h.written[wf.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=60)
     assert [p.fields["domain_id"] for p in h.cloud.of("project")] == [dom.id, dom.id]

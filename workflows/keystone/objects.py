@@ -11,15 +11,14 @@ ownership table (docs/security.md) is decided here, once per object:
   protected (policy)               | none                                     | never
 
 Two claimants declaring different values: the first one's apply, the later one is told Conflict. IDs of
-the objects this one depends on come from their own workflows (watch / parent_ready), which also wake
-this one when a dependency appears: no polling (an absent object with watchers re-checks on a slow timer,
-in case someone outside osprov creates it).
+the objects this one depends on come from their own workflows (parents.py: watch / parent_ready), which
+also wake this one when a dependency appears: no polling (an absent object with watchers re-checks on a
+slow timer, in case someone outside osprov creates it).
 """
 
 from __future__ import annotations
 
-import contextlib
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import FailureError
@@ -36,17 +35,12 @@ with workflow.unsafe.imports_passed_through():
     from osprov.workflows.keystone import actuators as act
     from osprov.workflows.keystone import binding
     from osprov.workflows.keystone.converge import Converger
+    from osprov.workflows.keystone.parents import Parents, waiting_message
 
 MAX_PASSES_PER_RUN = 500
-# A parent answers a watch within one workflow task; longer means it is stuck (Keystone down): the
-# claimants are told "waiting" and the parent's answer, when it comes, wakes this object.
-PARENT_ANSWER_TIMEOUT = timedelta(seconds=30)
 # An absent object that dependents wait for is re-checked on this backoff, in case it is created outside
 # osprov (osprov's own creates wake the dependents at once).
 ABSENT_RECHECK_FIRST, ABSENT_RECHECK_MAX = 30.0, 300.0
-# The parents' answers to a step's own watch end that step's wait; before, each answer also marked the
-# object dirty, so every new object ran a second step (one more Keystone read) right after its first.
-PATCH_ANSWER_ENDS_WAIT = "keystone-parent-answer-ends-wait"
 # An object with dependents keeps its ID in its memo (own.MEMO_ID), where their watches read it without
 # a query (activities/ownership.py watch). Only objects with watchers pay its marker and memo events.
 PATCH_ID_IN_MEMO = "keystone-id-in-memo"
@@ -60,14 +54,6 @@ PATCH_ROLL_WITHOUT_STEP = "keystone-object-rolls-without-step"
 # would drop this object's ownership record and leave its claimants without an answer.
 PATCH_STEP_RETRIED = "keystone-object-step-retried"
 STEP_RETRY = timedelta(seconds=60)
-# A parent behind on its tasks defers a dependent's watch (api/ownership.py defers_watch); the dependent
-# uses the ID it read and registers again on this backoff, jittered ±50 %. Thousands are deferred at once
-# and each try is a workflow task on a worker already saturated: at 10,000 a first try after a minute
-# added a task per deferred dependent per minute or two to the backlog that delayed everyone else. Until
-# it registers, a change of the parent's ID reaches it when its own next step finds the ID stale.
-REGISTER_FIRST, REGISTER_MAX = 600.0, 3600.0
-# A parent that does not answer a watch in PARENT_ANSWER_TIMEOUT is asked again on that backoff too.
-PATCH_REASK_UNANSWERED = "keystone-object-reasks-unanswered"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -79,14 +65,10 @@ class KeystoneObjectWorkflow:
         self._releases: list[Release] = []
         self._absent_checks = 0
         self._new_watchers: list[str] = []  # answered at the next step (present or not)
-        self._watching: set[str] = set()  # parents asked (this run) to tell us about themselves
-        self._parent_answers: dict[str, ParentReady] = {}  # path -> a parent's latest answer
-        self._asking: set[str] = set()  # parents whose answer the running step waits for (and consumes)
+        self.parents = Parents(lambda: self.st, self._primary_desired)
         self._regroup = False  # a hold arrived: only the sweep report changes
         self._published: str | None = None  # the ID this run's memo holds (own.MEMO_ID)
         self._roll = False  # the run is long: continue as new before the next step
-        self._register_at: datetime | None = None  # when to register with the parents that deferred us
-        self._register_tries = 0
 
     # ----- messages: handlers record; the loop acts --------------------------------------------
     def _state(self, keystone: str, key: ObjectKey) -> ObjectState:
@@ -166,25 +148,8 @@ class KeystoneObjectWorkflow:
 
     @workflow.signal(name=own.SIGNAL_PARENT_READY)
     def parent_ready(self, ready: ParentReady) -> None:
-        s = self.s
-        if s is None:
-            return
-        self._take_answer(ready)
-        if ready.key in s.unregistered:  # it answered: registered
-            s.unregistered.remove(ready.key)
-        # An answer the running step waits for needs no step of its own.
-        if ready.key.path not in self._asking:
+        if self.s is not None and self.parents.answered(ready):
             self._dirty = True
-
-    def _take_answer(self, ready: ParentReady) -> None:
-        s = self.st
-        self._parent_answers[ready.key.path] = ready
-        for field, parent in act.parents(s.key, self._primary_desired()).items():
-            if parent == ready.key:
-                if ready.present and ready.id:
-                    s.parent_ids[field] = ready.id
-                else:
-                    s.parent_ids.pop(field, None)
 
     @property
     def heartbeat_timeout(self) -> timedelta | None:
@@ -204,7 +169,7 @@ class KeystoneObjectWorkflow:
         s = self._begin(inp)
         while True:
             if await self._wait():
-                await self._register()
+                self._dirty = await self.parents.register() or self._dirty
                 continue
             if self._roll and not (self._dirty or self._regroup):
                 await self._continue_as_new()
@@ -242,7 +207,7 @@ class KeystoneObjectWorkflow:
         self._published = workflow.memo_value(own.MEMO_ID, None, type_hint=str)  # carried by continue-as-new
         self._dirty = True
         if s.unregistered:  # carried by continue-as-new: still owed
-            self._owe_registration()
+            self.parents.owe()
         return s
 
     async def _wait(self) -> bool:
@@ -250,7 +215,7 @@ class KeystoneObjectWorkflow:
         owed; True when only the registrations' timer fired (no step: nothing else is due)."""
         timeout = self._recheck_after()
         summary = f"re-check whether {self.st.key} exists (dependents are waiting for it)"
-        register = self._register_in()
+        register = self.parents.register_in()
         registering = register is not None and (timeout is None or register < timeout)
         if registering:
             timeout, summary = register, "register with the parents that were busy"
@@ -400,127 +365,16 @@ class KeystoneObjectWorkflow:
         )
 
     async def _parents_known(self) -> bool:
-        """True when every object this one depends on has an ID; else ask them and tell the claimants.
-
-        A parent answers a watch at once (it exists, or not yet) and again whenever that changes, so a
-        missing dependency wakes this object when it appears instead of being polled."""
-        s = self.st
-        needed = act.parents(s.key, self._primary_desired())
-        for field in [f for f in s.parent_ids if f not in needed]:
-            del s.parent_ids[field]
-        missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
-        asked = [k for k in missing.values() if k.path not in self._watching]
-        read = 0
-        for key in asked:
-            self._watching.add(key.path)
-            try:
-                known = await call_local(
-                    own.WATCH,
-                    Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
-                    summary=f"ask {key} for its ID (and to wake this object when it exists)",
-                )
-            except ACTIVITY_FAILED:
-                self._watching.discard(key.path)  # not registered: the step taken again asks again
-                raise
-            if known is not None:  # read from its record: no answer to wait for
-                self._take_answer(known)
-                read += 1
-                if not known.registered:  # the parent is behind: use its ID, register later
-                    self._watching.discard(key.path)
-                    self._owe_registration(key)
-                    continue
-            if key in s.unregistered:
-                s.unregistered.remove(key)
-        if read < len(asked):  # runs recorded before the read always wait here (their watches said None)
-            if patches.patched(PATCH_ANSWER_ENDS_WAIT):
-                self._asking = {k.path for k in asked}
-            try:
-                with contextlib.suppress(TimeoutError):
-                    await workflow.wait_condition(
-                        lambda: all(k.path in self._parent_answers for k in asked),
-                        timeout=PARENT_ANSWER_TIMEOUT,
-                        timeout_summary="wait for the dependencies to say whether they exist",
-                    )
-            finally:
-                self._asking = set()
-            self._reask_unanswered(asked)
-        missing = {f: k for f, k in needed.items() if f not in s.parent_ids}
+        """True when every object this one depends on has an ID; else tell the claimants what is missing."""
+        missing = await self.parents.missing()
         if not missing:
             return True
         await self._tell_watchers(False)  # dependents of this one: it cannot exist without its parents
-        first = next(iter(missing.values()))
-        where = (
-            f" in domain {first.domain!r}"
-            if first.domain
-            else f" of type {first.type!r}"
-            if first.type
-            else ""
+        message = waiting_message(missing[0])
+        await self._answer(
+            {c.claimant.workflow_id: self._result(c, "waiting", message) for c in self.st.claims}
         )
-        message = (
-            f"{first.kind} {first.name!r}{where} does not exist in Keystone yet; create it (for example with a "
-            f"{first.kind.capitalize()} resource) — osprov continues as soon as it exists"
-        )
-        await self._answer({c.claimant.workflow_id: self._result(c, "waiting", message) for c in s.claims})
         return False
-
-    # ----- registering with a parent that deferred our watch -----------------------------------
-    def _owe_registration(self, key: ObjectKey | None = None) -> None:
-        s = self.st
-        owed = bool(s.unregistered)
-        if key is not None and key not in s.unregistered:
-            s.unregistered.append(key)
-        if not owed:  # a new debt starts the backoff afresh (a time left from one answers paid is stale)
-            self._register_tries = 0
-        if self._register_at is None or not owed:
-            self._schedule_registration()
-
-    def _schedule_registration(self) -> None:
-        delay = min(REGISTER_FIRST * 2.0**self._register_tries, REGISTER_MAX)
-        delay *= workflow.random().uniform(0.5, 1.5)  # deterministic (replayed from the run's seed)
-        self._register_at = workflow.now() + timedelta(seconds=delay)
-
-    def _register_in(self) -> float | None:
-        if not self.st.unregistered or self._register_at is None:
-            return None
-        return max((self._register_at - workflow.now()).total_seconds(), 1.0)
-
-    def _reask_unanswered(self, asked: list[ObjectKey]) -> None:
-        """A parent that has not answered within PARENT_ANSWER_TIMEOUT is asked again on the registration
-        backoff. Before, only its answer could wake this object: a domain whose task fell behind on a
-        saturated worker left a group waiting 50 minutes (its watch had found no ID in the memo, the
-        describe being slow), though the memo had held the ID all along."""
-        unanswered = [k for k in asked if k.path not in self._parent_answers]
-        if unanswered and patches.patched(PATCH_REASK_UNANSWERED):
-            for key in unanswered:
-                self._watching.discard(key.path)
-                self._owe_registration(key)
-
-    async def _register(self) -> None:
-        """Watch again each parent that deferred our watch or did not answer it. Its ID is only news when
-        it changed; a parent whose memo holds no ID is asked by signal, and stays owed until it answers."""
-        s = self.st
-        for key in list(s.unregistered):
-            try:
-                known = await call_local(
-                    own.WATCH,
-                    Watch(keystone=s.keystone, watcher=workflow.info().workflow_id, key=key),
-                    summary=f"register with {key} (it was busy)",
-                )
-            except ACTIVITY_FAILED:
-                continue  # asked again on the backoff
-            if known is not None and not known.registered:
-                continue
-            self._watching.add(key.path)
-            if known is None:
-                continue  # the watch went as a signal: the parent's answer (parent_ready) ends the debt
-            s.unregistered.remove(key)
-            before = dict(s.parent_ids)
-            self._take_answer(known)
-            self._dirty = self._dirty or s.parent_ids != before
-        self._register_tries = self._register_tries + 1 if s.unregistered else 0
-        self._register_at = None
-        if s.unregistered:
-            self._schedule_registration()
 
     async def _release(self, converger: Converger, release: Release) -> None:
         s = self.st
