@@ -364,16 +364,31 @@ async def server_baremetal(h: Harness, _: str) -> str:
 SCENARIOS["Server-baremetal"] = server_baremetal
 
 
-async def _second_project(h: Harness) -> Any:
-    """Two Projects in one domain: the second one's object reads the domain's ID from its record."""
+def _p2() -> dict[str, Any]:
+    return {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
+
+
+async def _apply_second_project(h: Harness, **faults: int) -> Any:
+    """Two Projects in one domain: the first reconciled, then the fake cloud's `faults` set (e.g.
+    defer_watches=1), then the second applied; its object watches the domain."""
     h.cloud.add("domain", name="service", enabled=True)
     first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
     await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
-    spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
-    second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
-    await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
-    await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])
+    for fault, count in faults.items():
+        setattr(h.cloud, fault, count)
+    return await h.apply("Project", _p2(), name="p2", uid="replay-p2", finalizers=[FINALIZER])
+
+
+async def _delete_second_project(h: Harness, second: Any) -> None:
+    await h.signal(second, 1, _p2(), deleting=True, finalizers=[FINALIZER])
     await second.result()
+
+
+async def _second_project(h: Harness) -> Any:
+    """Two Projects in one domain: the second one's object reads the domain's ID from its record."""
+    second = await _apply_second_project(h)
+    await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
+    await _delete_second_project(h, second)
     return second
 
 
@@ -397,12 +412,7 @@ SCENARIOS["KeystoneObject-registered-watch"] = keystone_object_registered_watch
 async def keystone_object_registers_later(h: Harness, _: str) -> str:
     """A project's object whose watch the busy domain deferred (WatchAnswer.registered False): Ready with the
     ID it read, it registers on its backoff (parents.py REGISTER_FIRST), then is deleted."""
-    h.cloud.add("domain", name="service", enabled=True)
-    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
-    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
-    h.cloud.defer_watches = 1
-    spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
-    second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
+    second = await _apply_second_project(h, defer_watches=1)
     await eventually(lambda: bool(h.written.get(second.id)), "the second project reconciled")
     key = ObjectKey(kind="project", domain="service", name="p2")
     watcher = key.workflow_id(h.keystone, h.queue)
@@ -412,8 +422,7 @@ async def keystone_object_registers_later(h: Harness, _: str) -> str:
         "registered again",
         virtual_s=30,
     )
-    await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])
-    await second.result()
+    await _delete_second_project(h, second)
     return watcher
 
 
@@ -424,18 +433,12 @@ async def keystone_object_reasks_unanswered(h: Harness, _: str) -> str:
     """A project's object whose watch read no ID and was never answered: it tells its claimant it waits,
     asks again on the registration backoff (patch keystone-object-reasks-unanswered), reads the domain's
     ID and creates the project; then it is deleted."""
-    h.cloud.add("domain", name="service", enabled=True)
-    first = await h.apply("Project", {"name": "p1", "domain": "service"}, name="p1", uid="replay-p1")
-    await eventually(lambda: bool(h.written.get(first.id)), "the first project reconciled")
-    h.cloud.lose_watches = 1
-    spec = {"name": "p2", "domain": "service", "deletionPolicy": "delete"}
-    second = await h.apply("Project", spec, name="p2", uid="replay-p2", finalizers=[FINALIZER])
+    second = await _apply_second_project(h, lose_watches=1)
     await h.until(lambda: bool(h.written.get(second.id)), "the second project's first status", virtual_s=60)
     await h.sleep_settled(parents.REGISTER_FIRST * 1.5)
     await h.until(lambda: len(h.cloud.of("project")) == 2, "the second project created", virtual_s=60)
     await h.until(lambda: h.written[second.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=60)
-    await h.signal(second, 1, spec, deleting=True, finalizers=[FINALIZER])
-    await second.result()
+    await _delete_second_project(h, second)
     return ObjectKey(kind="project", domain="service", name="p2").workflow_id(h.keystone, h.queue)
 
 
