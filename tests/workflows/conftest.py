@@ -91,10 +91,10 @@ async def h(tenv: WorkflowEnvironment) -> AsyncIterator[Harness]:
 
 # The one failure that is the test server's and not the code's: a run it strands (runstate.py) holds its
 # clock, and the test's next skip of server time waits in real time until the RPC gives up (seen in CI a
-# few times in ~1,600 tests × many runs, never reproduced on demand). The SDK gives a test-service call 30 s;
-# whichever end's deadline fires first names the failure: the client's ("Timeout expired") or the
-# server's, which resets the stream with CANCEL ("h2 protocol error: http2 error"; both CANCELLED, both
-# reproduced in test_held_clock.py). Such a test runs once more, always on a fresh server (the `tenv`
+# few times in ~1,600 tests × many runs; the stranding itself never reproduced on demand). The SDK gives a
+# test-service call 30 s; whichever end's deadline fires first names the failure: the client's ("Timeout
+# expired") or the server's, which resets the stream with CANCEL ("h2 protocol error: http2 error"; both
+# CANCELLED). test_held_clock.py holds the clock with an activity that does not end and checks the error. Such a test runs once more, always on a fresh server (the `tenv`
 # fixture); any other failure, an assertion included, fails at once.
 HELD_CLOCK = r"RPCError: (Timeout expired|h2 protocol error: http2 error)$"
 
