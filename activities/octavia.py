@@ -13,11 +13,13 @@ from typing import Any
 
 import openstack.exceptions
 from openstack.load_balancer.v2._proxy import Proxy as LoadBalancerProxy
+from temporalio.exceptions import ApplicationError
 
 from osprov.activities import cloud, neutron, siblings
 from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements, implements_async
 from osprov.api import octavia_io as io
+from osprov.api.errors import NOT_FOUND
 
 SERVICE = "Octavia"
 
@@ -112,21 +114,19 @@ def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.Loa
 
 @implements_async(io.READ_TOPOLOGY)
 async def read_topology(req: io.ReadTopology) -> io.Topology:
-    """P1, R1, R2 in one activity: the exact-name lookup, then (one ACTIVE load balancer with a VIP port)
-    its children, the floating IPs on its VIP port and the spec's pools' members, read concurrently as the
-    separate activities were."""
+    """P1, R1, R2 in one activity: the exact-name lookup and (one ACTIVE load balancer with a VIP port) its
+    children, the floating IPs on its VIP port and the spec's pools' members. With `req.known` (the IDs the
+    last read found) all of it is read at once; otherwise, or where the lookup contradicts the guess, in
+    the rounds whose IDs each need."""
+    if req.known is not None:
+        guessed = await _read_at_once(req, req.known)
+        if guessed is not None:
+            return guessed
     found = await asyncio.to_thread(find_load_balancer, io.FindLoadBalancer(scope=req.scope, name=req.name))
     if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
         return io.Topology(found=found)
     lb = found[0]
-    children = io.ListChildren(scope=req.scope, load_balancer_id=lb.id, prefix=req.prefix)
-    fips_of_vip = io.FindFloatingIps(scope=req.scope, port_id=lb.vip_port_id)
-    listeners, pools, monitors, fips = await asyncio.gather(
-        asyncio.to_thread(list_listeners, children),
-        asyncio.to_thread(list_pools, children),
-        asyncio.to_thread(list_monitors, children),
-        asyncio.to_thread(neutron.find_floating_ips, fips_of_vip),
-    )
+    listeners, pools, monitors, fips = await _read_tree(req, lb.id, str(lb.vip_port_id))
     ours = [p for p in pools if p.name in req.pools]
     members = await asyncio.gather(
         *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in ours)
@@ -138,6 +138,80 @@ async def read_topology(req: io.ReadTopology) -> io.Topology:
         monitors=monitors,
         floating_ips=fips,
         members={p.id: m for p, m in zip(ours, members, strict=True)},
+    )
+
+
+async def _read_tree(
+    req: io.ReadTopology, lb_id: str, vip_port_id: str
+) -> tuple[list[io.ListenerView], list[io.PoolView], list[io.MonitorView], list[io.FloatingIpView]]:
+    children = io.ListChildren(scope=req.scope, load_balancer_id=lb_id, prefix=req.prefix)
+    listeners, pools, monitors, fips = await asyncio.gather(
+        asyncio.to_thread(list_listeners, children),
+        asyncio.to_thread(list_pools, children),
+        asyncio.to_thread(list_monitors, children),
+        asyncio.to_thread(
+            neutron.find_floating_ips, io.FindFloatingIps(scope=req.scope, port_id=vip_port_id)
+        ),
+    )
+    return listeners, pools, monitors, fips
+
+
+def _members_if_pool(ref: io.PoolRef) -> list[io.MemberView] | None:
+    """A guessed pool's members; None when that pool is gone (the guess was stale)."""
+    try:
+        return list_members(ref)
+    except ApplicationError as err:
+        if err.type == NOT_FOUND:
+            return None
+        raise
+
+
+async def _read_at_once(req: io.ReadTopology, known: io.KnownTopology) -> io.Topology | None:
+    """The lookup, the tree of the known load balancer and the known pools' members in one round. The
+    answer is the rounds' answer: it is used only when the lookup finds exactly that load balancer ACTIVE on
+    that VIP port (None otherwise: read in rounds), and a spec pool the guess missed (or got wrong) has its
+    members read after."""
+    guessed = {name: pool_id for name, pool_id in known.pools.items() if name in req.pools}
+    lookup = io.FindLoadBalancer(scope=req.scope, name=req.name)
+    guessed_reads = asyncio.gather(
+        *(
+            asyncio.to_thread(_members_if_pool, io.PoolRef(scope=req.scope, pool_id=pool_id))
+            for pool_id in guessed.values()
+        )
+    )
+    (found, tree), guessed_members = await asyncio.gather(
+        asyncio.gather(
+            asyncio.to_thread(find_load_balancer, lookup),
+            _read_tree(req, known.load_balancer_id, known.vip_port_id),
+        ),
+        guessed_reads,
+    )
+    lb = found[0] if len(found) == 1 else None
+    if (
+        lb is None
+        or lb.provisioning_status != io.ACTIVE
+        or (lb.id, lb.vip_port_id)
+        != (
+            known.load_balancer_id,
+            known.vip_port_id,
+        )
+    ):
+        return None
+    listeners, pools, monitors, fips = tree
+    read = {i: m for i, m in zip(guessed.values(), guessed_members, strict=True) if m is not None}
+    ours = [p for p in pools if p.name in req.pools]
+    unread = [p for p in ours if p.id not in read]
+    more = await asyncio.gather(
+        *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in unread)
+    )
+    read.update(zip((p.id for p in unread), more, strict=True))
+    return io.Topology(
+        found=found,
+        listeners=listeners,
+        pools=pools,
+        monitors=monitors,
+        floating_ips=fips,
+        members={p.id: read[p.id] for p in ours},
     )
 
 
@@ -172,10 +246,16 @@ async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancer
 @implements_async(io.AWAIT_TOPOLOGY)
 async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
     """The wait for Octavia, then, once it settled, the next pass's R0 read (by exact name, as a pass
-    starts) in the same activity."""
-    if not settled(await await_load_balancer(req.wait), req.wait.gone):
+    starts) in the same activity; the wait's last read tells that read which load balancer to expect."""
+    last = await await_load_balancer(req.wait)
+    if not settled(last, req.wait.gone):
         return io.AwaitedTopology()
-    return io.AwaitedTopology(topology=await read_topology(req.read))
+    read = req.read
+    if last and last[0].vip_port_id:  # the wait's own read names the load balancer and its VIP port
+        pools = read.known.pools if read.known is not None else {}
+        known = io.KnownTopology(load_balancer_id=last[0].id, vip_port_id=last[0].vip_port_id, pools=pools)
+        read = read.model_copy(update={"known": known})
+    return io.AwaitedTopology(topology=await read_topology(read))
 
 
 @implements(io.CREATE_LOAD_BALANCER)

@@ -121,15 +121,27 @@ class FindLoadBalancer(_Model):
     name: str
 
 
+class KnownTopology(_Model):
+    """What the last read found: the load balancer's ID and VIP port, and its pools' IDs by name. Only a
+    guess at what the next read will find (never a decision's input): it lets that read make all its calls
+    at once instead of in three rounds, each needing the IDs the one before found."""
+
+    load_balancer_id: str
+    vip_port_id: str
+    pools: dict[str, str] = {}  # pool name -> ID
+
+
 class ReadTopology(_Model):
     """P1, R1 and R2 in one activity (one round trip instead of three): the load balancers named exactly
     `name`; when exactly one is ACTIVE with a VIP port, also its children named `prefix`…, the floating IPs
-    on its VIP port, and the members of its pools named in `pools` (the spec's own)."""
+    on its VIP port, and the members of its pools named in `pools` (the spec's own). With `known`, every
+    call is made at once; what the fresh lookup contradicts is read again (activities/octavia.py)."""
 
     scope: Scope
     name: str
     prefix: str
     pools: tuple[str, ...] = ()
+    known: KnownTopology | None = None
 
 
 class Topology(_Model):

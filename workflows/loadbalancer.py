@@ -126,11 +126,23 @@ def backoff(waits: int) -> float:
     return float(min(FIRST_WAIT_SECONDS * 2**waits, MAX_WAIT_SECONDS))
 
 
+def known_topology(obs: Observation) -> io.KnownTopology | None:
+    """The IDs a read found, as the next R0's guess (io.KnownTopology): that read then makes its calls at
+    once. Only the activity uses it; every decision still rests on the fresh read."""
+    lb = obs.found[0] if obs.found is not None and len(obs.found) == 1 else None
+    if lb is None or not lb.vip_port_id or obs.tree is None:
+        return None
+    pools = {p.name: p.id for p in obs.tree.pools}
+    return io.KnownTopology(load_balancer_id=lb.id, vip_port_id=lb.vip_port_id, pools=pools)
+
+
 @workflow.defn(name="LoadBalancer")
 class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     KIND = "LoadBalancer"
     STATE = LoadBalancerState
     PLAN_READS = PLAN_READS
+    # What the last R0 found (this run only): the next R0's guess, so it reads in one round.
+    known: io.KnownTopology | None = None
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -175,11 +187,13 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
 
-    @staticmethod
-    def _r0(decide: Callable[[Observation], Decision]) -> io.ReadTopology | None:
+    def _r0(self, decide: Callable[[Observation], Decision]) -> io.ReadTopology | None:
         """The read a pass starts with (R0), to be made at the end of a wait."""
         first = decide(Observation()).action
-        return first if isinstance(first, io.ReadTopology) else None
+        return self._guessing(first) if isinstance(first, io.ReadTopology) else None
+
+    def _guessing(self, read: io.ReadTopology) -> io.ReadTopology:
+        return read if self.known is None else read.model_copy(update={"known": self.known})
 
     async def _await(
         self,
@@ -226,7 +240,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             if awaited is None or awaited.topology is None:
                 return False, None  # news cut the wait short, or still PENDING: the loop takes over
             self._note_found(then, awaited.topology.found)
-            return True, fold_topology(Observation(), awaited.topology)
+            seen = fold_topology(Observation(), awaited.topology)
+            self.known = known_topology(seen) or self.known
+            return True, seen
         found = await self.until_news(
             call(io.AWAIT_LOAD_BALANCER, wait, summary=f"{what} (a read every 0.2 s)", timeout=timeout)
         )
@@ -352,10 +368,13 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     async def _read_or_float(self, obs: Observation, d: Decision) -> Observation:
         """Reads and floating-IP calls: they do not lock the load balancer, so the pass goes on."""
         a = d.action
+        if isinstance(a, io.ReadTopology):
+            d = replace(d, action=self._guessing(a))
         read = await self._read(obs, d, _call)
         if read is not None:
             if read.found is not None:
                 self._note_found(a, list(read.found))
+            self.known = known_topology(read) or self.known
             return read
         if isinstance(a, io.DeleteFloatingIp):
             await call(io.DELETE_FLOATING_IP, a, summary=d.step)

@@ -393,3 +393,76 @@ def test_osprov_plan_prints_exactly_the_member_batch_the_workflow_then_makes(
     assert member_batches(osprov, workflow) == [*before, call["request"]]  # exactly the planned call
     assert cloud.members("http") == {("10.20.0.12", 8080), ("10.20.0.13", 8080)}
     delete_and_check_gone(osprov, admin, cloud, "planned", [])
+
+
+def _settled(admin: Any, lb_id: str) -> bool:
+    return bool(admin.load_balancer.get_load_balancer(lb_id).provisioning_status == "ACTIVE")
+
+
+def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
+    full_stack: StackEnv,
+    admin: Any,
+    project: Any,
+    vip: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R0 given the IDs the last read found (octavia_io.KnownTopology) makes its calls in one round, and its
+    answer is the rounds' answer; a guess the fresh lookup contradicts (another load balancer, a pool that is
+    gone or was never guessed) is read again, never believed."""
+    from osprov.activities import cloud as activities_cloud
+    from osprov.activities import octavia as activities_octavia
+
+    for key, value in full_stack.env.items():
+        monkeypatch.setenv(key, value)
+    lb_api, name = admin.load_balancer, f"lb-r0-{uuid.uuid4().hex[:8]}"
+    lb = lb_api.create_load_balancer(
+        name=name, project_id=project.id, vip_network_id=vip["vipNetworkID"], vip_subnet_id=vip["vipSubnetID"]
+    )
+    wait_for(lambda: _settled(admin, lb.id), "the load balancer ACTIVE", timeout_s=120)
+    pools = {}
+    for pool_name, addresses in (("a", ["10.20.0.31", "10.20.0.32"]), ("b", ["10.20.0.33"])):
+        pool = lb_api.create_pool(
+            name=f"{name}-{pool_name}-pool", loadbalancer_id=lb.id, protocol="TCP", lb_algorithm="ROUND_ROBIN"
+        )
+        wait_for(lambda: _settled(admin, lb.id), "the pool ACTIVE", timeout_s=120)
+        for address in addresses:
+            lb_api.create_member(pool.id, address=address, protocol_port=80)
+            wait_for(lambda: _settled(admin, lb.id), "the member ACTIVE", timeout_s=120)
+        pools[pool.name] = pool.id
+    vip_port = lb_api.get_load_balancer(lb.id).vip_port_id
+    scope = octavia_io.Scope(project=project.name, domain="Default")
+    req = octavia_io.ReadTopology(scope=scope, name=name, prefix=f"{name}-", pools=tuple(sorted(pools)))
+    calls: list[str] = []  # "guessed": a guessed pool's members; "members": any members read
+    for spied, label in (("_members_if_pool", "guessed"), ("list_members", "members")):
+        real = getattr(activities_octavia, spied)
+        monkeypatch.setattr(
+            activities_octavia, spied, lambda r, real=real, label=label: calls.append(label) or real(r)
+        )
+
+    def read(**known: Any) -> tuple[octavia_io.Topology, dict[str, int]]:
+        guess = octavia_io.KnownTopology(**{"load_balancer_id": lb.id, "vip_port_id": vip_port} | known)
+        calls.clear()
+        try:
+            got = asyncio.run(activities_octavia.read_topology(req.model_copy(update={"known": guess})))
+        finally:
+            activities_cloud.close_thread_connections()
+        return got, {label: calls.count(label) for label in ("guessed", "members")}
+
+    expected = asyncio.run(activities_octavia.read_topology(req))
+    assert [v.id for v in expected.found] == [lb.id]
+    assert {p.name for p in expected.pools or []} == set(pools)
+    assert {i: sorted(m.address for m in ms) for i, ms in (expected.members or {}).items()} == {
+        pools[f"{name}-a-pool"]: ["10.20.0.31", "10.20.0.32"],
+        pools[f"{name}-b-pool"]: ["10.20.0.33"],
+    }
+    # Every pool guessed right: its members were read beside the lookup, none after it.
+    assert read(pools=pools) == (expected, {"guessed": 2, "members": 2})
+    # A pool the guess missed: read after the lookup.
+    missed = {f"{name}-a-pool": pools[f"{name}-a-pool"]}
+    assert read(pools=missed) == (expected, {"guessed": 1, "members": 2})
+    # A guessed pool that does not exist (Octavia: 404): ignored, the real one read after.
+    gone = missed | {f"{name}-b-pool": str(uuid.uuid4())}
+    assert read(pools=gone) == (expected, {"guessed": 2, "members": 3})
+    # Another load balancer guessed: the whole guess is dropped and the read made in rounds.
+    assert read(pools=pools, load_balancer_id=str(uuid.uuid4())) == (expected, {"guessed": 2, "members": 4})
+    # The module's project fixture deletes the load balancer.

@@ -36,6 +36,7 @@ class FakeOctavia:
     fips: dict[str, io.FloatingIpView] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     replaced: list[io.ReplaceMembers] = field(default_factory=list)  # every member batch, as sent
+    reads: list[io.ReadTopology] = field(default_factory=list)  # every R0, as asked
     scopes: set[tuple[str, str]] = field(default_factory=set)  # every project scope a call used
     settle_reads: int = 1  # LB reads that still show PENDING_* after a mutation
     stuck_deletes: bool = False  # a cascade delete leaves the LB PENDING_DELETE until finish_deletes()
@@ -364,6 +365,7 @@ class FakeOctavia:
         async def read_topology(req: io.ReadTopology) -> io.Topology:
             """The real activity's composition of the reads (each still recorded by its own name)."""
             o.calls.append(io.READ_TOPOLOGY.name)
+            o.reads.append(req)
             found = await find_load_balancer(io.FindLoadBalancer(scope=req.scope, name=req.name))
             if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
                 return io.Topology(found=found)

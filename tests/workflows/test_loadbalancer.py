@@ -172,6 +172,24 @@ async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_s
     assert io.AWAIT_LOAD_BALANCER.name not in scheduled
 
 
+async def test_R0_tells_its_activity_the_ids_the_last_read_found(env: Env) -> None:
+    """The IDs a read found go to the next R0 as its guess (io.KnownTopology: the real activity then reads
+    in one round). A run's first read has none; the member change's first read guesses what is there."""
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    changed = copy.deepcopy(HTTP)
+    changed["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
+    first_change_read = len(env.o.reads)
+    await env.apply(with_listeners(changed), generation=2)
+    await env.wait_reason("Provisioned", generation=2)
+    lb, pool = env.o.lb(), env.o.named(env.o.pools, env.name("http", "pool"))
+    assert env.o.reads[0].known is None
+    assert lb.vip_port_id is not None
+    there = io.KnownTopology(load_balancer_id=lb.id, vip_port_id=lb.vip_port_id, pools={pool.name: pool.id})
+    assert env.o.reads[first_change_read].known == there
+    assert env.o.reads[-1].known == there
+
+
 @pytest.mark.parametrize(
     ("step", "change", "check"),
     [
