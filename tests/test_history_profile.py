@@ -1,0 +1,93 @@
+"""bench/history_profile.py: the split of a history window, on a hand-built history whose timings are known."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+from bench.history_profile import profile
+
+T0 = datetime(2026, 12, 5, tzinfo=UTC)
+
+
+def approx(seconds: float) -> object:
+    """Seconds since the epoch as floats keep about a microsecond."""
+    return pytest.approx(seconds, abs=1e-5)
+
+
+def event(event_id: int, at_ms: int, event_type: EventType.ValueType, **attrs: object) -> HistoryEvent:
+    e = HistoryEvent(event_id=event_id, event_type=event_type, **attrs)  # type: ignore[arg-type]
+    e.event_time.FromDatetime(T0 + timedelta(milliseconds=at_ms))
+    return e
+
+
+def history() -> list[HistoryEvent]:
+    """A workflow task (dispatch 10 ms, 10 ms of code) schedules one activity (dispatch 10 ms, runs 100 ms);
+    its completion wakes a second workflow task (dispatch 10 ms, 10 ms of code)."""
+    E = EventType
+    return [
+        event(1, 0, E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
+        event(
+            2,
+            10,
+            E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+            workflow_task_started_event_attributes={"scheduled_event_id": 1},
+        ),
+        event(
+            3,
+            20,
+            E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+            workflow_task_completed_event_attributes={"scheduled_event_id": 1},
+        ),
+        event(
+            4,
+            20,
+            E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+            activity_task_scheduled_event_attributes={"activity_type": {"name": "octavia.create_pool"}},
+        ),
+        event(
+            5,
+            30,
+            E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+            activity_task_started_event_attributes={"scheduled_event_id": 4},
+        ),
+        event(
+            6,
+            130,
+            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+            activity_task_completed_event_attributes={"scheduled_event_id": 4},
+        ),
+        event(7, 135, E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
+        event(
+            8,
+            145,
+            E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+            workflow_task_started_event_attributes={"scheduled_event_id": 7},
+        ),
+        event(
+            9,
+            155,
+            E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+            workflow_task_completed_event_attributes={"scheduled_event_id": 7},
+        ),
+    ]
+
+
+def test_the_split_adds_up_to_the_window() -> None:
+    start = T0.timestamp()
+    p = profile(history(), start, start + 0.155)
+    assert dict(p.activity_s) == {"octavia.create_pool": approx(0.100)}
+    assert p.activity_n["octavia.create_pool"] == 1
+    assert p.dispatch_s == approx(0.030)
+    assert (p.workflow_tasks, p.workflow_task_s) == (2, approx(0.020))
+    assert p.rest_s == approx(0.005)  # the completion at 130 ms, the next scheduling at 135 ms
+
+
+def test_tasks_outside_the_window_are_left_out() -> None:
+    start = T0.timestamp()
+    p = profile(history(), start + 0.020, start + 0.140)  # the activity only
+    assert dict(p.activity_s) == {"octavia.create_pool": approx(0.100)}
+    assert (p.workflow_tasks, p.dispatch_s) == (0, approx(0.010))
