@@ -92,8 +92,12 @@ def nova_proxy() -> Iterator[FaultProxy]:
 
 @pytest.fixture(scope="module")
 def osprov(
-    full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, nova_proxy: FaultProxy
+    full_stack: StackEnv, tmp_path_factory: pytest.TempPathFactory, nova_proxy: FaultProxy, network: str
 ) -> Iterator[Osprov]:
+    """Set up after `network`, so torn down before it: the worker must be gone (its workflows terminated)
+    before the network's cleanup deletes the servers. Otherwise their workflows see them gone and create
+    them again, and their ports are never released (CI of 25f90de: 9 servers created again within 30 s of
+    the cleanup, which then timed out)."""
     ensure_crd(full_stack, "Server")
     ensure_crd(full_stack, "Volume")
     tmp = tmp_path_factory.mktemp("server")
