@@ -433,22 +433,32 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
     scope = octavia_io.Scope(project=project.name, domain="Default")
     req = octavia_io.ReadTopology(scope=scope, name=name, prefix=f"{name}-", pools=tuple(sorted(pools)))
     calls: list[str] = []  # "guessed": a guessed pool's members; "members": any members read
-    for spied, label in (("_members_if_pool", "guessed"), ("list_members", "members")):
-        real = getattr(activities_octavia, spied)
-        monkeypatch.setattr(
-            activities_octavia, spied, lambda r, real=real, label=label: calls.append(label) or real(r)
-        )
+
+    def spy(name: str, label: str) -> None:
+        real = getattr(activities_octavia, name)
+
+        def counted(ref: octavia_io.PoolRef) -> Any:
+            calls.append(label)
+            return real(ref)
+
+        monkeypatch.setattr(activities_octavia, name, counted)
+
+    spy("_members_if_pool", "guessed")
+    spy("list_members", "members")
+
+    async def read_topology(r: octavia_io.ReadTopology) -> octavia_io.Topology:
+        return await activities_octavia.read_topology(r)
 
     def read(**known: Any) -> tuple[octavia_io.Topology, dict[str, int]]:
         guess = octavia_io.KnownTopology(**{"load_balancer_id": lb.id, "vip_port_id": vip_port} | known)
         calls.clear()
         try:
-            got = asyncio.run(activities_octavia.read_topology(req.model_copy(update={"known": guess})))
+            got = asyncio.run(read_topology(req.model_copy(update={"known": guess})))
         finally:
             activities_cloud.close_thread_connections()
         return got, {label: calls.count(label) for label in ("guessed", "members")}
 
-    expected = asyncio.run(activities_octavia.read_topology(req))
+    expected = asyncio.run(read_topology(req))
     assert [v.id for v in expected.found] == [lb.id]
     assert {p.name for p in expected.pools or []} == set(pools)
     assert {i: sorted(m.address for m in ms) for i, ms in (expected.members or {}).items()} == {

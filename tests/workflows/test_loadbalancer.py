@@ -177,10 +177,10 @@ async def test_R0_tells_its_activity_the_ids_the_last_read_found(env: Env) -> No
     in one round). A run's first read has none; the member change's first read guesses what is there."""
     await env.apply(with_listeners(HTTP))
     await env.wait_reason("Provisioned")
-    changed = copy.deepcopy(HTTP)
-    changed["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
+    changed = with_listeners(HTTP)
+    changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
     first_change_read = len(env.o.reads)
-    await env.apply(with_listeners(changed), generation=2)
+    await env.apply(changed, generation=2)
     await env.wait_reason("Provisioned", generation=2)
     lb, pool = env.o.lb(), env.o.named(env.o.pools, env.name("http", "pool"))
     assert env.o.reads[0].known is None
