@@ -12,7 +12,8 @@ history timestamps each step on the server's clock, so a window of it splits int
 - the rest of the window: the server between events (a completion to the next scheduling).
 
 The parts are sequential for the kinds this is used on (one activity at a time), so they add up to the
-window. Times are the server's; the clock never leaves one machine here.
+window; where they overlap (a signal's workflow task while an activity runs), "between events" goes below
+zero by the overlap. Times are the server's; the clock never leaves one machine here.
 
     .venv/bin/python -m bench.history_profile <workflow id>
 """
@@ -22,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -128,6 +131,49 @@ def profile(events: list[HistoryEvent], start: float, end: float) -> Profile:
             p.activity_s[name] += at - began
             p.activity_n[name] += 1
     return p
+
+
+# A converged resource's timer: the resync (minutes) or a Server's re-check (30 s). A converging pass's
+# timers are shorter (the LoadBalancer's backoff and the Server's settle re-reads stop at 10 s).
+CONVERGED_TIMER_S = 30.0
+
+
+def _converged_timer(e: HistoryEvent) -> bool:
+    if not e.HasField("timer_started_event_attributes"):
+        return False
+    seconds = e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds()
+    return bool(seconds >= CONVERGED_TIMER_S)
+
+
+def converging_windows(events: list[HistoryEvent]) -> list[tuple[float, float]]:
+    """An entity workflow's converging windows: from a signal that found it idle to the timer it starts
+    once converged (a resource's apply, then each change)."""
+    windows, opened = [], None
+    for e in events:
+        if opened is None and e.HasField("workflow_execution_signaled_event_attributes"):
+            opened = _at(e)
+        elif opened is not None and _converged_timer(e):
+            windows.append((opened, _at(e)))
+            opened = None
+    return windows
+
+
+def split(env: StackEnv, workflow_id: str, measured: Sequence[float]) -> list[dict[str, Any]]:
+    """The split of each converging window of `workflow_id`, in order, as figure extras; `measured` are the
+    bench's own timings of the same windows, so the time outside the workflow (the bridge's signal, the
+    status reaching the bench) is shown too. Missing windows give empty extras."""
+    events = asyncio.run(fetch(env, workflow_id))
+    out: list[dict[str, Any]] = []
+    windows = converging_windows(events)
+    for i, took in enumerate(measured):
+        if i >= len(windows):
+            out.append({})
+            continue
+        start, end = windows[i]
+        rows: dict[str, Any] = profile(events, start, end).rows()
+        rows["outside the workflow s"] = round(took - (end - start), 3)
+        out.append({f"osprov split: {k}": v for k, v in rows.items()})
+    return out
 
 
 async def fetch(env: StackEnv, workflow_id: str) -> list[HistoryEvent]:

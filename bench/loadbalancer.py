@@ -17,7 +17,6 @@ namespace and removes what it created in Octavia and Neutron.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import os
 import statistics
@@ -115,41 +114,6 @@ def run_osprov_side(o: Osprov, spec: dict[str, Any]) -> Timing:
     o.delete(KIND, name)
     wait_until(lambda: o.get(KIND, name) is None, "osprov: resource deleted", 0.5)
     return Timing(applied, member_change, f"{KIND}/{o.namespace}/{name}/{uid}")
-
-
-def _resync_timer(e: Any) -> bool:
-    """The entity loop's resync timer (minutes), not a requeue's (seconds)."""
-    if not e.HasField("timer_started_event_attributes"):
-        return False
-    return bool(e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds() > 60)
-
-
-def _passes(events: list[Any]) -> list[tuple[float, float]]:
-    """The converging windows of a LoadBalancer history: from a signal that found the workflow idle to the
-    resync timer it starts once Provisioned (the apply's, then the member change's)."""
-    windows, opened = [], None
-    for e in events:
-        at = e.event_time.ToDatetime().timestamp()
-        if opened is None and e.HasField("workflow_execution_signaled_event_attributes"):
-            opened = at
-        elif opened is not None and _resync_timer(e):
-            windows.append((opened, at))
-            opened = None
-    return windows
-
-
-def where_the_time_went(env: StackEnv, ours: Timing) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The split (bench/history_profile.py) of one osprov run's apply and member change, each with the
-    time outside the workflow (the bridge's signal, the status reaching the bench's poll)."""
-    events = asyncio.run(history_profile.fetch(env, ours.workflow_id))
-    split: list[dict[str, Any]] = []
-    for (start, end), measured in zip(_passes(events), (ours.apply_s, ours.member_change_s), strict=False):
-        rows: dict[str, Any] = history_profile.profile(events, start, end).rows()
-        rows["outside the workflow s"] = round(measured - (end - start), 3)
-        split.append({f"osprov split: {k}": v for k, v in rows.items()})
-    empty: dict[str, Any] = {}
-    apply_split, change_split, *_ = [*split, empty, empty]
-    return apply_split, change_split
 
 
 # ----- the plain openstacksdk script ------------------------------------------------------------
@@ -273,7 +237,9 @@ def measure(repeat: int = 2, poll: float = 0.2) -> list[Figure]:
 
     # The split of the run whose apply was the median one (bench/history_profile.py).
     median_run = sorted(rows, key=lambda r: r[0].apply_s)[len(rows) // 2][0]
-    apply_split, change_split = where_the_time_went(env, median_run)
+    apply_split, change_split = history_profile.split(
+        env, median_run.workflow_id, (median_run.apply_s, median_run.member_change_s)
+    )
     figures = []
     for phase, a, b, split in (
         ("apply -> Provisioned", [o.apply_s for o, _ in rows], [p.apply_s for _, p in rows], apply_split),

@@ -8,7 +8,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from bench.history_profile import profile
+from bench.history_profile import converging_windows, profile
 
 T0 = datetime(2026, 12, 5, tzinfo=UTC)
 
@@ -91,3 +91,36 @@ def test_tasks_outside_the_window_are_left_out() -> None:
     p = profile(history(), start + 0.020, start + 0.140)  # the activity only
     assert dict(p.activity_s) == {"octavia.create_pool": approx(0.100)}
     assert (p.workflow_tasks, p.dispatch_s) == (0, approx(0.010))
+
+
+def test_a_converging_window_runs_from_an_idle_signal_to_the_converged_timer() -> None:
+    """A requeue's timer (seconds) does not end a window; a signal while converging does not start one."""
+    E = EventType
+
+    def timer(event_id: int, at_ms: int, seconds: int) -> HistoryEvent:
+        attrs = {"timer_id": str(event_id), "start_to_fire_timeout": {"seconds": seconds}}
+        return event(event_id, at_ms, E.EVENT_TYPE_TIMER_STARTED, timer_started_event_attributes=attrs)
+
+    def signal(event_id: int, at_ms: int) -> HistoryEvent:
+        attrs = {"signal_name": "resource_changed"}
+        return event(
+            event_id,
+            at_ms,
+            E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+            workflow_execution_signaled_event_attributes=attrs,
+        )
+
+    start = T0.timestamp()
+    events = [
+        signal(1, 0),
+        timer(2, 100, 10),
+        signal(3, 150),
+        timer(4, 300, 600),
+        signal(5, 1000),
+        timer(6, 1200, 30),
+    ]
+    windows = converging_windows(events)
+    assert [(a - start, b - start) for a, b in windows] == [
+        (approx(0.0), approx(0.3)),
+        (approx(1.0), approx(1.2)),
+    ]
