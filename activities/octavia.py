@@ -22,6 +22,8 @@ from osprov.api import octavia_io as io
 from osprov.api.errors import NOT_FOUND
 
 SERVICE = "Octavia"
+# R1's four reads: the listeners, pools and monitors of a load balancer, and the floating IPs on its VIP port.
+Tree = tuple[list[io.ListenerView], list[io.PoolView], list[io.MonitorView], list[io.FloatingIpView]]
 
 
 def _lb(scope: io.Scope) -> LoadBalancerProxy:
@@ -126,24 +128,31 @@ async def read_topology(req: io.ReadTopology) -> io.Topology:
     if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
         return io.Topology(found=found)
     lb = found[0]
-    listeners, pools, monitors, fips = await _read_tree(req, lb.id, str(lb.vip_port_id))
+    return await _topology(req, found, await _read_tree(req, lb.id, str(lb.vip_port_id)), {})
+
+
+async def _topology(
+    req: io.ReadTopology, found: list[io.LoadBalancerView], tree: Tree, read: dict[str, list[io.MemberView]]
+) -> io.Topology:
+    """R0's answer: the tree, and the members of the spec's pools (those not in `read` are read now)."""
+    listeners, pools, monitors, fips = tree
     ours = [p for p in pools if p.name in req.pools]
-    members = await asyncio.gather(
-        *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in ours)
+    unread = [p for p in ours if p.id not in read]
+    more = await asyncio.gather(
+        *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in unread)
     )
+    members = read | dict(zip((p.id for p in unread), more, strict=True))
     return io.Topology(
         found=found,
         listeners=listeners,
         pools=pools,
         monitors=monitors,
         floating_ips=fips,
-        members={p.id: m for p, m in zip(ours, members, strict=True)},
+        members={p.id: members[p.id] for p in ours},
     )
 
 
-async def _read_tree(
-    req: io.ReadTopology, lb_id: str, vip_port_id: str
-) -> tuple[list[io.ListenerView], list[io.PoolView], list[io.MonitorView], list[io.FloatingIpView]]:
+async def _read_tree(req: io.ReadTopology, lb_id: str, vip_port_id: str) -> Tree:
     children = io.ListChildren(scope=req.scope, load_balancer_id=lb_id, prefix=req.prefix)
     listeners, pools, monitors, fips = await asyncio.gather(
         asyncio.to_thread(list_listeners, children),
@@ -187,32 +196,11 @@ async def _read_at_once(req: io.ReadTopology, known: io.KnownTopology) -> io.Top
         guessed_reads,
     )
     lb = found[0] if len(found) == 1 else None
-    if (
-        lb is None
-        or lb.provisioning_status != io.ACTIVE
-        or (lb.id, lb.vip_port_id)
-        != (
-            known.load_balancer_id,
-            known.vip_port_id,
-        )
-    ):
+    expected = (known.load_balancer_id, known.vip_port_id)
+    if lb is None or lb.provisioning_status != io.ACTIVE or (lb.id, lb.vip_port_id) != expected:
         return None
-    listeners, pools, monitors, fips = tree
     read = {i: m for i, m in zip(guessed.values(), guessed_members, strict=True) if m is not None}
-    ours = [p for p in pools if p.name in req.pools]
-    unread = [p for p in ours if p.id not in read]
-    more = await asyncio.gather(
-        *(asyncio.to_thread(list_members, io.PoolRef(scope=req.scope, pool_id=p.id)) for p in unread)
-    )
-    read.update(zip((p.id for p in unread), more, strict=True))
-    return io.Topology(
-        found=found,
-        listeners=listeners,
-        pools=pools,
-        monitors=monitors,
-        floating_ips=fips,
-        members={p.id: read[p.id] for p in ours},
-    )
+    return await _topology(req, found, tree, read)
 
 
 def settled(found: list[io.LoadBalancerView], gone: bool) -> bool:

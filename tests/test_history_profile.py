@@ -24,55 +24,40 @@ def event(event_id: int, at_ms: int, event_type: EventType.ValueType, **attrs: o
     return e
 
 
+def task(kind: str, scheduled_id: int, at_ms: tuple[int, int, int], activity: str = "") -> list[HistoryEvent]:
+    """A workflow task or an activity task (`kind`): scheduled, started and completed at these times."""
+    E = EventType
+    types = {
+        "workflow": (
+            E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+            E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+            E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        ),
+        "activity": (
+            E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+            E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+        ),
+    }[kind]
+    ref = {"scheduled_event_id": scheduled_id}
+    first = {"activity_type": {"name": activity}} if activity else {}
+    attrs = [
+        (f"{kind}_task_{step}_event_attributes", a)
+        for step, a in (("scheduled", first), ("started", ref), ("completed", ref))
+    ]
+    return [
+        event(scheduled_id + i, at, t, **({name: a} if a else {}))
+        for i, (at, t, (name, a)) in enumerate(zip(at_ms, types, attrs, strict=True))
+    ]
+
+
 def history() -> list[HistoryEvent]:
     """A workflow task (dispatch 10 ms, 10 ms of code) schedules one activity (dispatch 10 ms, runs 100 ms);
     its completion wakes a second workflow task (dispatch 10 ms, 10 ms of code)."""
-    E = EventType
     return [
-        event(1, 0, E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
-        event(
-            2,
-            10,
-            E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-            workflow_task_started_event_attributes={"scheduled_event_id": 1},
-        ),
-        event(
-            3,
-            20,
-            E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-            workflow_task_completed_event_attributes={"scheduled_event_id": 1},
-        ),
-        event(
-            4,
-            20,
-            E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
-            activity_task_scheduled_event_attributes={"activity_type": {"name": "octavia.create_pool"}},
-        ),
-        event(
-            5,
-            30,
-            E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
-            activity_task_started_event_attributes={"scheduled_event_id": 4},
-        ),
-        event(
-            6,
-            130,
-            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-            activity_task_completed_event_attributes={"scheduled_event_id": 4},
-        ),
-        event(7, 135, E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED),
-        event(
-            8,
-            145,
-            E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-            workflow_task_started_event_attributes={"scheduled_event_id": 7},
-        ),
-        event(
-            9,
-            155,
-            E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-            workflow_task_completed_event_attributes={"scheduled_event_id": 7},
-        ),
+        *task("workflow", 1, (0, 10, 20)),
+        *task("activity", 4, (20, 30, 130), "octavia.create_pool"),
+        *task("workflow", 7, (135, 145, 155)),
     ]
 
 
