@@ -118,17 +118,20 @@ def find_imported_load_balancer(req: io.FindImportedLoadBalancer) -> list[io.Loa
 async def read_topology(req: io.ReadTopology) -> io.Topology:
     """P1, R1, R2 in one activity: the exact-name lookup and (one ACTIVE load balancer with a VIP port) its
     children, the floating IPs on its VIP port and the spec's pools' members. With `req.known` (the IDs the
-    last read found) all of it is read at once; otherwise, or where the lookup contradicts the guess, in
-    the rounds whose IDs each need."""
+    last read found) all of it is read at once; otherwise in the rounds whose IDs each need."""
     if req.known is not None:
-        guessed = await _read_at_once(req, req.known)
-        if guessed is not None:
-            return guessed
+        return await _read_at_once(req, req.known)
     found = await asyncio.to_thread(find_load_balancer, io.FindLoadBalancer(scope=req.scope, name=req.name))
-    if len(found) != 1 or found[0].provisioning_status != io.ACTIVE or not found[0].vip_port_id:
+    lb = _one_active(found)
+    if lb is None:
         return io.Topology(found=found)
-    lb = found[0]
     return await _topology(req, found, await _read_tree(req, lb.id, str(lb.vip_port_id)), {})
+
+
+def _one_active(found: list[io.LoadBalancerView]) -> io.LoadBalancerView | None:
+    """The one ACTIVE load balancer with a VIP port whose tree R0 reads (None: P1 decides from the lookup)."""
+    lb = found[0] if len(found) == 1 else None
+    return lb if lb is not None and lb.provisioning_status == io.ACTIVE and lb.vip_port_id else None
 
 
 async def _topology(
@@ -175,11 +178,12 @@ def _members_if_pool(ref: io.PoolRef) -> list[io.MemberView] | None:
         raise
 
 
-async def _read_at_once(req: io.ReadTopology, known: io.KnownTopology) -> io.Topology | None:
+async def _read_at_once(req: io.ReadTopology, known: io.KnownTopology) -> io.Topology:
     """The lookup, the tree of the known load balancer and the known pools' members in one round. The
-    answer is the rounds' answer: it is used only when the lookup finds exactly that load balancer ACTIVE on
-    that VIP port (None otherwise: read in rounds), and a spec pool the guess missed (or got wrong) has its
-    members read after."""
+    answer is the rounds' answer: the guessed reads are used only when the lookup finds exactly that load
+    balancer ACTIVE on that VIP port. Otherwise what the rounds would read after the lookup is read:
+    nothing (no single ACTIVE load balancer), or the tree of the one found. A spec pool the guess missed
+    (or got wrong) has its members read after."""
     guessed = {name: pool_id for name, pool_id in known.pools.items() if name in req.pools}
     lookup = io.FindLoadBalancer(scope=req.scope, name=req.name)
     guessed_reads = asyncio.gather(
@@ -195,10 +199,11 @@ async def _read_at_once(req: io.ReadTopology, known: io.KnownTopology) -> io.Top
         ),
         guessed_reads,
     )
-    lb = found[0] if len(found) == 1 else None
-    expected = (known.load_balancer_id, known.vip_port_id)
-    if lb is None or lb.provisioning_status != io.ACTIVE or (lb.id, lb.vip_port_id) != expected:
-        return None
+    lb = _one_active(found)
+    if lb is None:
+        return io.Topology(found=found)  # the rounds' answer too: they stop at the lookup
+    if (lb.id, lb.vip_port_id) != (known.load_balancer_id, known.vip_port_id):
+        return await _topology(req, found, await _read_tree(req, lb.id, str(lb.vip_port_id)), {})
     read = {i: m for i, m in zip(guessed.values(), guessed_members, strict=True) if m is not None}
     return await _topology(req, found, tree, read)
 
