@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import yaml
+
 from devenv import procs
-from devenv.config import HOST, PORTS, project_bin, state_dir
+from devenv.config import HOST, PORTS, REPO_ROOT, project_bin, state_dir
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
 
 NAMESPACE = "default"
@@ -15,6 +19,21 @@ def address() -> str:
 
 def ui_url() -> str:
     return f"http://{HOST}:{PORTS.temporal_ui}"
+
+
+# The server settings a production Temporal gets too (docker-compose.yml mounts the same file).
+DYNAMIC_CONFIG = REPO_ROOT / "deploy" / "temporal" / "dynamicconfig.yaml"
+
+
+def dynamic_config_flags() -> list[str]:
+    """deploy/temporal/dynamicconfig.yaml as the dev server's --dynamic-config-value flags (unconstrained
+    values only: the file sets each key once, for every namespace)."""
+    flags: list[str] = []
+    for key, entries in yaml.safe_load(DYNAMIC_CONFIG.read_text()).items():
+        [entry] = entries
+        assert not entry.get("constraints"), f"{key}: the dev server takes unconstrained values only"
+        flags += ["--dynamic-config-value", f"{key}={json.dumps(entry['value'])}"]
+    return flags
 
 
 def start(codec_endpoint: str) -> None:
@@ -46,6 +65,7 @@ def start(codec_endpoint: str) -> None:
         # successful poll, worker/health.py) can then be judged over a short window in tests.
         "--dynamic-config-value",
         'matching.longPollExpirationInterval="10s"',
+        *dynamic_config_flags(),
         "--log-level",
         "warn",
     ]

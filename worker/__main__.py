@@ -42,6 +42,7 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         activities=ACTIVITIES,
         activity_executor=executor,
         max_concurrent_activities=settings.activity_threads,
+        max_concurrent_activity_task_polls=activity_polls(settings.activity_threads),
         max_cached_workflows=settings.workflow_cache,
         max_concurrent_workflow_tasks=settings.workflow_tasks,
         interceptors=[LogContextInterceptor()],
@@ -51,6 +52,15 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(settings.workflow_runner),
     )
+
+
+def activity_polls(threads: int) -> int:
+    """Long polls for activity tasks. Each waiting poll holds one of the `threads` activity slots, and
+    Temporal's default of 5 held all of a 4-thread worker's: with no slot free, the worker never asked for
+    eager execution (an activity its own workflow task schedules handed back in that task's completion,
+    instead of a trip through matching; docs/benchmarks.md). A quarter of the slots keeps polling for the
+    activities eager execution does not bring (retries, other workers' workflows) and leaves the rest free."""
+    return max(1, threads // 4)
 
 
 def workflow_runner(kind: str) -> WorkflowRunner:

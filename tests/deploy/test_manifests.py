@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from devenv import temporal as devenv_temporal
 from osprov.activities import tenancy
 from osprov.api.registry import ALL_KINDS, INVENTORY_CONFIG, INVENTORY_KINDS
 from osprov.api.search_attributes import SEARCH_ATTRIBUTES
@@ -64,6 +65,19 @@ def test_compose_has_the_services_and_wiring() -> None:
     for name in ("worker", "bridge", "codec-server"):
         assert services[name]["build"] == "." and (REPO / "Dockerfile").exists()
         assert services[name]["command"][0] in cli_commands(), f"{name}: unknown osprov command"
+
+
+def test_compose_and_the_local_stack_give_temporal_the_same_dynamic_config() -> None:
+    """deploy/temporal/dynamicconfig.yaml (eager activity execution on) is the cluster's dynamic config and
+    the dev server's flags: the benchmarks measure the settings an operator deploys."""
+    temporal = compose()["services"]["temporal"]
+    path = temporal["environment"]["DYNAMIC_CONFIG_FILE_PATH"]
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in temporal["volumes"]}
+    assert (REPO / mounts[path]).resolve() == devenv_temporal.DYNAMIC_CONFIG
+    settings = yaml.safe_load(devenv_temporal.DYNAMIC_CONFIG.read_text())
+    assert settings["system.enableActivityEagerExecution"] == [{"value": True}]
+    flags = devenv_temporal.dynamic_config_flags()
+    assert [flags[i + 1].split("=")[0] for i in range(0, len(flags), 2)] == list(settings)
 
 
 # Variables only one of the two programs reads.

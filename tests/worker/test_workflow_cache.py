@@ -1,4 +1,4 @@
-"""OSPROV_WORKFLOW_CACHE and OSPROV_WORKFLOW_TASKS reach the Temporal worker (an evicted workflow replays its whole history)."""
+"""The worker's Temporal options from its settings: the workflow cache, workflow tasks at once, activity polls."""
 
 from __future__ import annotations
 
@@ -43,3 +43,22 @@ def test_the_worker_runs_eight_workflow_tasks_at_once_by_default(monkeypatch: py
     """Temporal's 100 on one interpreter timed out hundreds of tasks under a backlog (docs/benchmarks.md)."""
     monkeypatch.delenv("OSPROV_WORKFLOW_TASKS", raising=False)
     assert Settings().workflow_tasks == 8
+
+
+@pytest.mark.parametrize("threads", [2, 4, 8, 16])
+async def test_activity_polls_leave_slots_for_eager_execution(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    """Each waiting poll holds an activity slot, and a worker with every slot held never asks for eager
+    execution (Temporal's default 5 polls held all of 4 threads): a quarter of the slots poll, the rest
+    stay free for the activities the worker's own workflow tasks schedule (deploy/temporal/dynamicconfig.yaml)."""
+    monkeypatch.setenv("OSPROV_ACTIVITY_THREADS", str(threads))
+    env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=server_path())
+    try:
+        with ThreadPoolExecutor(1) as executor:
+            config: dict[str, Any] = dict(build_worker(env.client, Settings(), executor).config())
+    finally:
+        await env.shutdown()
+    assert config["max_concurrent_activities"] == threads
+    assert 1 <= config["max_concurrent_activity_task_polls"] < threads
+    assert not config["disable_eager_activity_execution"]
