@@ -143,6 +143,7 @@ async def await_volume(request: AwaitVolume) -> VolumeLookup:
         lambda lookup: settled(lookup, request.gone),
         request.interval_seconds,
         request.within_seconds,
+        request.busy_seen_at,
     )
 
 

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import openstack.config
@@ -107,16 +108,35 @@ _local = threading.local()
 T = TypeVar("T")
 
 
-async def poll(read: Callable[[], T], done: Callable[[T], bool], interval_s: float, within_s: float) -> T:
+async def poll(
+    read: Callable[[], T],
+    done: Callable[[T], bool],
+    interval_s: float,
+    within_s: float,
+    busy_seen_at: datetime | None = None,
+) -> T:
     """A wait on the cloud inside one activity: `read` (a blocking call, run on the event loop's executor so
     the wait holds no activity thread) every `interval_s` until `done`, or `within_s` passed; the last read
-    is returned either way (the workflow decides). The worker's interceptor heartbeats meanwhile."""
+    is returned either way (the workflow decides). The worker's interceptor heartbeats meanwhile.
+
+    `busy_seen_at`: when the workflow last saw the object busy (the create or change it just made was
+    answered). The first read then comes one interval after that, as a script that writes, sleeps and reads
+    polls, instead of at once: the workflow's own round trip to here is spent inside that interval, not
+    added to it. Long past (a retried attempt, a worker restart): read at once."""
     deadline = time.monotonic() + within_s
+    if busy_seen_at is not None:
+        await asyncio.sleep(first_read_delay(busy_seen_at, interval_s, datetime.now(UTC)))
     while True:
         found = await asyncio.to_thread(read)
         if done(found) or time.monotonic() >= deadline:
             return found
         await asyncio.sleep(interval_s)
+
+
+def first_read_delay(busy_seen_at: datetime, interval_s: float, now: datetime) -> float:
+    """Seconds until one interval after `busy_seen_at`: never negative, never more than one interval (a
+    clock that runs behind the workflow's cannot stretch the wait)."""
+    return max(0.0, min(interval_s, (busy_seen_at - now).total_seconds() + interval_s))
 
 
 def _thread_cache(name: str) -> OrderedDict[Any, openstack.connection.Connection]:

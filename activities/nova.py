@@ -142,6 +142,7 @@ async def await_server(req: AwaitServer) -> ServerLookup:
         lambda found: settled(found, req.busy_statuses),
         req.interval_seconds,
         req.within_seconds,
+        req.busy_seen_at,
     )
 
 

@@ -233,6 +233,7 @@ async def await_load_balancer(req: io.AwaitLoadBalancer) -> list[io.LoadBalancer
         lambda found: settled(found, req.gone),
         req.interval_seconds,
         req.within_seconds,
+        req.busy_seen_at,
     )
 
 

@@ -6,6 +6,7 @@ two conventions both sides must agree on: the deterministic volume name and the 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,6 +128,9 @@ class AwaitVolume(_Model):
     gone: bool = False
     interval_seconds: float = 0.5
     within_seconds: float = 60.0
+    # When the workflow last saw it busy (the change it just made was answered): the first read waits for one
+    # interval after it (activities/cloud.py, poll). None: read at once.
+    busy_seen_at: datetime | None = None
 
 
 class CreateVolume(_Model):

@@ -7,6 +7,8 @@ never admin authority).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from osprov.api.activity import Activity
@@ -180,6 +182,9 @@ class AwaitServer(_Model):
     server: ServerId
     interval_seconds: float = 0.5
     within_seconds: float = 60.0
+    # When the workflow last saw it busy (the change it just made was answered): the first read waits for one
+    # interval after it (activities/cloud.py, poll). None: read at once.
+    busy_seen_at: datetime | None = None
     busy_statuses: tuple[
         str, ...
     ] = ()  # also wait while the status is one of these (a confirm: VERIFY_RESIZE)

@@ -7,6 +7,7 @@ pydantic: workflows import it inside Temporal's sandbox. Every call is scoped to
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -164,6 +165,9 @@ class AwaitLoadBalancer(_Model):
     gone: bool = False
     interval_seconds: float = 0.2
     within_seconds: float = 60.0
+    # When the workflow last saw it busy (the change it just made was answered): the first read waits for one
+    # interval after it (activities/cloud.py, poll). None: read at once.
+    busy_seen_at: datetime | None = None
 
 
 class AwaitTopology(_Model):

@@ -218,7 +218,13 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 status = asyncio.ensure_future(write)  # beside the wait: one round trip fewer
             else:
                 await write
-        wait = io.AwaitLoadBalancer(scope=scope, id=lb_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS)
+        wait = io.AwaitLoadBalancer(
+            scope=scope,
+            id=lb_id,
+            gone=gone,
+            within_seconds=AWAIT_WITHIN_SECONDS,
+            busy_seen_at=workflow.now(),  # this pass's read or accepted change: Octavia is busy
+        )
         what = f"wait for Octavia: load balancer {io.lb_name(self.st.ref.uid)} " + (
             "to be gone" if gone else "to be ACTIVE"
         )

@@ -579,6 +579,7 @@ class ServerWorkflow(CloudEntity[ServerSpec, ServerState]):
                     server=io.ServerId(project=project, server_id=server_id),
                     within_seconds=AWAIT_WITHIN_SECONDS,
                     busy_statuses=busy,
+                    busy_seen_at=workflow.now(),  # this pass's read or accepted change: Nova is busy
                 ),
                 summary=f"wait for Nova: server {server_id} to finish its build or rebuild (a read every 0.5 s)",
                 timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),

@@ -203,7 +203,11 @@ class VolumeWorkflow(CloudEntity[VolumeSpec, VolumeState]):
             call(
                 io.AWAIT_VOLUME,
                 io.AwaitVolume(
-                    scope=target.scope, id=volume_id, gone=gone, within_seconds=AWAIT_WITHIN_SECONDS
+                    scope=target.scope,
+                    id=volume_id,
+                    gone=gone,
+                    within_seconds=AWAIT_WITHIN_SECONDS,
+                    busy_seen_at=workflow.now(),  # this pass's read or accepted change: Cinder is busy
                 ),
                 summary=f"wait for Cinder: volume {target.name} {what} (a read every 0.5 s)",
                 timeout=timedelta(seconds=AWAIT_WITHIN_SECONDS + 30),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -59,3 +61,40 @@ def reads_as_sentence(summary: str | None) -> bool:
         return False
     words = _PREFIXES.sub("", summary).split()
     return len(words) >= 3 and words[0].replace("-", "").isalpha()
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """An activity the run scheduled: its input, and the workflow task that scheduled it (from its start to
+    the scheduling event, which the task's completion wrote)."""
+
+    input: Any
+    task_started: datetime
+    scheduled: datetime
+
+    def within_its_task(self, at: datetime | None) -> bool:
+        """Was `at` taken inside that workflow task (workflow.now() there)? The time-skipping server's event
+        times keep milliseconds, so each bound has one millisecond of slack."""
+        slack = timedelta(milliseconds=1)
+        return at is not None and self.task_started - slack <= at <= self.scheduled + slack
+
+
+async def scheduled_activities(
+    client: Client, workflow_id: str, activity: str, input_type: type
+) -> list[Scheduled]:
+    """Each `activity` the current run scheduled, its input decoded with the client's data converter."""
+    events = (await current_run(client, workflow_id)).events
+    found: list[Scheduled] = []
+    task_started: datetime | None = None  # the workflow task whose commands follow (its completion event)
+    for e in events:
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            task_started = e.event_time.ToDatetime(tzinfo=UTC)
+        if not e.HasField("activity_task_scheduled_event_attributes"):
+            continue
+        attrs: Any = e.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name != activity:
+            continue
+        assert task_started is not None
+        [arg] = await client.data_converter.decode(list(attrs.input.payloads), [input_type])
+        found.append(Scheduled(arg, task_started, e.event_time.ToDatetime(tzinfo=UTC)))
+    return found

@@ -22,7 +22,7 @@ from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
 from tests.workflows.harness import CONFIG, Harness, eventually, skip
-from tests.workflows.history import current_run, reads_as_sentence, timeline
+from tests.workflows.history import current_run, reads_as_sentence, scheduled_activities, timeline
 
 FINALIZER = "octavia.osh.openstack.org/finalizer"
 HTTP = {
@@ -170,6 +170,19 @@ async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_s
     assert scheduled.count(io.AWAIT_TOPOLOGY.name) == len(mutations)
     assert scheduled.count(io.READ_TOPOLOGY.name) == 1  # only the pass's first R0
     assert io.AWAIT_LOAD_BALANCER.name not in scheduled
+
+
+async def test_P3_each_wait_reads_first_one_interval_after_the_task_that_saw_octavia_busy(env: Env) -> None:
+    """Each wait follows a mutation Octavia accepted (or a read that found it PENDING): it carries the start
+    of the workflow task that decided to wait, so its first read comes one interval after it
+    (activities/cloud.py, poll), the workflow's own round trip spent inside that interval."""
+    await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    waits = await scheduled_activities(
+        env.h.env.client, env.h.started[-1].id, io.AWAIT_TOPOLOGY.name, io.AwaitTopology
+    )
+    assert len(waits) >= 4  # the load balancer, a pool, a listener, the members at least
+    assert all(w.within_its_task(w.input.wait.busy_seen_at) for w in waits)
 
 
 async def test_R0_tells_its_activity_the_ids_the_last_read_found(env: Env) -> None:

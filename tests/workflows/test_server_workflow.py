@@ -19,7 +19,7 @@ from osprov.workflows.all import WORKFLOWS
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_nova import FakeNova
 from tests.workflows.harness import CONFIG, Harness, skip
-from tests.workflows.history import current_run
+from tests.workflows.history import current_run, scheduled_activities
 
 OLD, NEW, NEWER = "img-old", "img-new", "img-newer"
 
@@ -92,6 +92,20 @@ async def test_create_names_the_server_by_uid_with_system_metadata_last(h: Serve
     )
     assert h.condition("Healthy")["reason"] == "Healthy"
     assert st.get("rebuild") is None and ((await h.state(wf)).kind or {})["rebuild"] is None
+
+
+async def test_each_wait_reads_first_one_interval_after_the_task_that_saw_nova_busy(h: ServerHarness) -> None:
+    """The rebuild was accepted (the fake boots at once, so only the rebuild is waited on): the wait carries
+    the start of the workflow task that decided to wait, so its first read comes one interval after it (activities/cloud.py, poll)
+    and the workflow's own round trip to the wait is spent inside that interval."""
+    wf = await ready(h)
+    await h.signal(wf, 2, spec(NEW))
+    await h.until(lambda: h.nova.submits == [NEW], "rebuild submitted")
+    h.nova.only().settle()
+    await h.until(lambda: h.condition().get("status") == "True", "settled")
+    waits = await scheduled_activities(h.env.client, wf.id, io.AWAIT_SERVER.name, io.AwaitServer)
+    [wait] = waits
+    assert wait.within_its_task(wait.input.busy_seen_at)
 
 
 async def test_existing_server_of_the_exact_name_is_adopted(h: ServerHarness) -> None:

@@ -20,7 +20,7 @@ from osprov.workflows.volume import POLL_MAX_SECONDS, poll_delay
 from osprov.workflows.volume_decisions import DELETE_WAIT
 from tests.workflows.fakes_cinder import FINALIZER, REGION, CinderHarness, cinder_harness
 from tests.workflows.harness import CONFIG, skip
-from tests.workflows.history import current_run
+from tests.workflows.history import current_run, scheduled_activities
 
 UID = "5e1f0c3a-0000-4000-8000-000000000001"
 NAME = io.volume_name(UID)
@@ -80,6 +80,18 @@ async def test_C3_S3_S1_create_waits_until_available_and_fills_status(h: CinderH
     # C3 at once: the create-if-absent made the only lookup (before, a find_volumes activity came first).
     assert h.cinder.count(io.CREATE_VOLUME.name) == 1 and h.cinder.count(io.FIND_VOLUMES.name) == 0
     assert h.cinder.count(io.AWAIT_VOLUME.name) == 1  # the wait was one activity, not a pass per read
+
+
+async def test_S3_the_wait_reads_first_one_interval_after_the_task_that_saw_cinder_busy(
+    h: CinderHarness,
+) -> None:
+    """The create answered "creating" in this pass: the wait carries the start of the workflow task that
+    decided to wait, so its first read comes one interval after it (activities/cloud.py, poll), and the
+    workflow's own round trip to the wait is spent inside that interval."""
+    h.cinder.create_script = ["creating", "available"]
+    wf = await provisioned(h)
+    [wait] = await scheduled_activities(h.env.client, wf.id, io.AWAIT_VOLUME.name, io.AwaitVolume)
+    assert wait.within_its_task(wait.input.busy_seen_at)
 
 
 async def test_C4_existing_exact_name_is_adopted_not_duplicated(h: CinderHarness) -> None:
