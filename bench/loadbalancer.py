@@ -23,7 +23,6 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import openstack.connection
 
 from bench import history_profile
+from bench.observe import watch_until
 from bench.report import Figure, print_figures
 from devenv import stack
 from devenv.openstack.catalog import PUBLIC_NETWORK, VIP_NETWORK, VIP_SUBNET
@@ -38,7 +38,6 @@ from devenv.testing import StackEnv
 from osprov.api import octavia_io as io
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
-DEADLINE_S = 300.0
 KIND = "LoadBalancer"
 LISTENERS: list[dict[str, Any]] = [
     {
@@ -80,20 +79,11 @@ class Timing:
     workflow_id: str = ""  # osprov's side: where bench/history_profile.py reads the split of its time
 
 
-def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(interval_s)
-
-
 # ----- osprov ------------------------------------------------------------------------------------
 
 
-def _converged(o: Osprov, name: str, generation: int) -> bool:
-    obj = o.get(KIND, name) or {}
-    status = obj.get("status") or {}
+def _converged(obj: dict[str, Any] | None, generation: int) -> bool:
+    status = (obj or {}).get("status") or {}
     cond = next((c for c in status.get("conditions") or [] if c["type"] == "Available"), None)
     return bool(cond and cond["reason"] == "Provisioned" and status.get("observedGeneration") == generation)
 
@@ -102,17 +92,17 @@ def run_osprov_side(o: Osprov, spec: dict[str, Any]) -> Timing:
     name = f"bench-{uuid.uuid4().hex[:6]}"
     start = time.monotonic()
     o.apply(KIND, name, spec)
-    wait_until(lambda: _converged(o, name, 1), "osprov: Provisioned", 0.1)
+    watch_until(o, KIND, lambda lbs: _converged(lbs.get(name), 1), "osprov: Provisioned")
     applied = time.monotonic() - start
     changed = copy.deepcopy(spec)
     changed["listeners"][0]["pool"]["members"] = NEW_MEMBERS
     start = time.monotonic()
     o.apply(KIND, name, changed)
-    wait_until(lambda: _converged(o, name, 2), "osprov: member change converged", 0.1)
+    watch_until(o, KIND, lambda lbs: _converged(lbs.get(name), 2), "osprov: member change converged")
     member_change = time.monotonic() - start
     uid = (o.get(KIND, name) or {})["metadata"]["uid"]
     o.delete(KIND, name)
-    wait_until(lambda: o.get(KIND, name) is None, "osprov: resource deleted", 0.5)
+    watch_until(o, KIND, lambda lbs: name not in lbs, "osprov: resource deleted")
     return Timing(applied, member_change, f"{KIND}/{o.namespace}/{name}/{uid}")
 
 

@@ -21,7 +21,6 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,26 +30,15 @@ import openstack.connection
 
 from bench import history_profile
 from bench.identity_common import stack_env
+from bench.observe import poll_until, watch_until
 from bench.report import Figure, print_figures
 from devenv.openstack.catalog import IMAGE_NAMES
 from devenv.testing import StackEnv
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
-DEADLINE_S = 300.0
-# How often the resource's status is read to see osprov finish (as the Volume and LoadBalancer benches do):
-# short, so the figure is osprov's time and not the observer's (`kubectl wait` sees it through a watch).
-# Both sides' reads of Nova stay at --poll: the plain script's waits and osprov's own wait activity.
-OBSERVE_S = 0.1
+# osprov's side is watched (bench/observe.py); both sides' reads of Nova stay at --poll: the plain script's
+# waits and osprov's own wait activity.
 CONTROLLER_USER = "admin"
-
-
-def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> float:
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > DEADLINE_S:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(interval_s)
-    return time.monotonic() - start
 
 
 def make_project(admin: openstack.connection.Connection) -> tuple[str, str]:
@@ -92,13 +80,13 @@ def plain_round(
     server_id = conn.compute.post("/servers", json={"server": body}, microversion="2.60").json()["server"][
         "id"
     ]
-    wait_until(lambda: read(conn, server_id)["status"] == "ACTIVE", "plain ACTIVE", poll)
+    poll_until(lambda: read(conn, server_id)["status"] == "ACTIVE", "plain ACTIVE", poll)
     create_s = time.monotonic() - start
     start = time.monotonic()
     conn.compute.post(
         f"/servers/{server_id}/action", json={"rebuild": {"imageRef": images[1]}}, microversion="2.60"
     ).raise_for_status()
-    wait_until(lambda: settled(read(conn, server_id), images[1]), "plain rebuild settled", poll)
+    poll_until(lambda: settled(read(conn, server_id), images[1]), "plain rebuild settled", poll)
     rebuild_s = time.monotonic() - start
     conn.compute.delete(f"/servers/{server_id}")
     return create_s, rebuild_s
@@ -120,9 +108,8 @@ def spec(project: str, image: str) -> dict[str, Any]:
     }
 
 
-def ready(o: Osprov, name: str, generation: int) -> bool:
-    obj = o.get("Server", name) or {}
-    st = obj.get("status") or {}
+def ready(obj: dict[str, Any] | None, generation: int) -> bool:
+    st = (obj or {}).get("status") or {}
     cond: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Available"), {})
     return bool(
         cond.get("status") == "True"
@@ -145,14 +132,14 @@ def osprov_round(
     name = f"bench-{n}"
     start = time.monotonic()
     o.apply("Server", name, spec(project, images[0]))
-    wait_until(lambda: ready(o, name, 1), "osprov Available", OBSERVE_S)
+    watch_until(o, "Server", lambda servers: ready(servers.get(name), 1), "osprov Available")
     create_s = time.monotonic() - start
     uid = (o.get("Server", name) or {})["metadata"]["uid"]
     workflow_id = f"Server/{o.namespace}/{name}/{uid}"
     before = len(asyncio.run(history_profile.fetch(env, workflow_id)))
     start = time.monotonic()
     o.apply("Server", name, spec(project, images[1]))
-    wait_until(lambda: ready(o, name, 2), "osprov rebuild settled", OBSERVE_S)
+    watch_until(o, "Server", lambda servers: ready(servers.get(name), 2), "osprov rebuild settled")
     rebuild_s = time.monotonic() - start
     events = len(asyncio.run(history_profile.fetch(env, workflow_id))) - before
     o.delete("Server", name)

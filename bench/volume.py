@@ -27,6 +27,7 @@ from typing import Any
 
 import openstack.connection
 
+from bench.observe import watch_until
 from bench.report import Figure, print_figures
 from devenv import stack
 from devenv.testing import StackEnv
@@ -35,21 +36,12 @@ from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov, admin_connection, ensure_crd, run_osprov
 
 THREADS = 4  # run_osprov starts the worker with OSPROV_ACTIVITY_THREADS=4
-DEADLINE_S = 300.0
 
 
 @dataclass
 class Timing:
     apply_s: float
     delete_s: float
-
-
-def wait_until(check: Callable[[], bool], what: str, interval_s: float) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(interval_s)
 
 
 # ----- osprov ------------------------------------------------------------------------------------
@@ -72,17 +64,18 @@ def run_osprov_side(o: Osprov, admin: openstack.connection.Connection, project: 
     start = time.monotonic()
     for name in names:
         o.apply("Volume", name, spec)
-    wait_until(
-        lambda: sum(_provisioned(v) for v in _volumes(o) if v["metadata"]["name"] in names) == count,
+    watch_until(
+        o,
+        "Volume",
+        lambda volumes: sum(_provisioned(volumes[n]) for n in names if n in volumes) == count,
         "osprov volumes provisioned",
-        0.1,
     )
     applied = time.monotonic() - start
     uids = [v["metadata"]["uid"] for v in _volumes(o) if v["metadata"]["name"] in names]
     start = time.monotonic()
     for name in names:
         o.delete("Volume", name)
-    wait_until(lambda: not any(v["metadata"]["name"] in names for v in _volumes(o)), "resources gone", 0.1)
+    watch_until(o, "Volume", lambda volumes: not any(n in volumes for n in names), "resources gone")
     deleted = time.monotonic() - start
     leftovers = [u for u in uids if _named(admin, volume_name(u))]
     if leftovers:
