@@ -55,7 +55,7 @@ async def test_activity_polls_leave_slots_for_eager_execution(
     monkeypatch.setenv("OSPROV_ACTIVITY_THREADS", str(threads))
     env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=server_path())
     try:
-        with ThreadPoolExecutor(1) as executor:
+        with ThreadPoolExecutor(threads) as executor:  # as worker/__main__.py sizes it
             config: dict[str, Any] = dict(build_worker(env.client, Settings(), executor).config())
     finally:
         await env.shutdown()
