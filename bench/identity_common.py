@@ -12,7 +12,6 @@ import json
 import os
 import re
 import tempfile
-import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -28,6 +27,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from bench.observe import poll_until
 from devenv import stack
 from devenv.config import PORTS
 from devenv.faults.proxy import FaultProxy
@@ -90,13 +90,9 @@ def all_ready(osprov: Osprov, resources: list[tuple[str, str]]) -> bool:
 
 
 def wait(check: Callable[[], bool], what: str, timeout_s: float, interval_s: float = 0.2) -> float:
-    """Poll until check() holds; returns the seconds waited."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            raise SystemExit(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(interval_s)
-    return time.monotonic() - start
+    """Poll until check() holds; returns the seconds waited (bench/observe.py's loop, raising
+    TimeoutError, so `python -m bench` reports the metric as failed and goes on to the next)."""
+    return poll_until(check, what, interval_s, timeout_s)
 
 
 @contextmanager
