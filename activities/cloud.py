@@ -120,23 +120,31 @@ async def poll(
     is returned either way (the workflow decides). The worker's interceptor heartbeats meanwhile.
 
     `busy_seen_at`: when the workflow last saw the object busy (the create or change it just made was
-    answered). The first read then comes one interval after that, as a script that writes, sleeps and reads
-    polls, instead of at once: the workflow's own round trip to here is spent inside that interval, not
-    added to it. Long past (a retried attempt, a worker restart): read at once."""
+    answered). The first read is at once (a quick change may be done already); the second comes one
+    interval after `busy_seen_at`, not one interval after the first read, so the reads keep the cadence of
+    a script that writes and then reads every interval: the workflow's own round trip to the wait is not
+    added to every read after the first."""
     deadline = time.monotonic() + within_s
+    second_at = None  # monotonic time of the second read, when it keeps the change's cadence
     if busy_seen_at is not None:
-        await asyncio.sleep(first_read_delay(busy_seen_at, interval_s, datetime.now(UTC)))
+        second_at = time.monotonic() + second_read_delay(busy_seen_at, interval_s, datetime.now(UTC))
     while True:
         found = await asyncio.to_thread(read)
         if done(found) or time.monotonic() >= deadline:
             return found
-        await asyncio.sleep(interval_s)
+        if second_at is not None:
+            await asyncio.sleep(max(0.0, second_at - time.monotonic()))
+            second_at = None
+        else:
+            await asyncio.sleep(interval_s)
 
 
-def first_read_delay(busy_seen_at: datetime, interval_s: float, now: datetime) -> float:
-    """Seconds until one interval after `busy_seen_at`: never negative, never more than one interval (a
-    clock that runs behind the workflow's cannot stretch the wait)."""
-    return max(0.0, min(interval_s, (busy_seen_at - now).total_seconds() + interval_s))
+def second_read_delay(busy_seen_at: datetime, interval_s: float, now: datetime) -> float:
+    """Seconds from now until one interval after `busy_seen_at`; a whole interval when that is less than half
+    an interval away (two reads back to back tell nothing more) or when `busy_seen_at` is long past (a
+    retried attempt, a restarted worker). A clock behind the workflow's cannot stretch it past an interval."""
+    delay = min(interval_s, (busy_seen_at - now).total_seconds() + interval_s)
+    return delay if delay >= interval_s / 2 else interval_s
 
 
 def _thread_cache(name: str) -> OrderedDict[Any, openstack.connection.Connection]:

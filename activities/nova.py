@@ -213,7 +213,7 @@ def create_server(req: CreateServer) -> ServerRead:
         server_id = resp.json()["server"]["id"]
         log.info("server created", name=req.name, server_id=server_id)
         # The 202 carries the new ID only, and a new server is in BUILD (Nova's API reference). The wait
-        # that follows reads it one interval later: a GET here would only find BUILD.
+        # that follows reads it at once: a GET here would only make that read twice.
         return ServerRead(
             id=server_id,
             name=req.name,

@@ -182,8 +182,8 @@ class AwaitServer(_Model):
     server: ServerId
     interval_seconds: float = 0.5
     within_seconds: float = 60.0
-    # When the workflow last saw it busy (the change it just made was answered): the first read waits for one
-    # interval after it (activities/cloud.py, poll). None: read at once.
+    # When the workflow last saw it busy (the change it just made was answered): the first read is at once,
+    # the second one interval after this time (activities/cloud.py, poll). None: every interval.
     busy_seen_at: datetime | None = None
     busy_statuses: tuple[
         str, ...

@@ -18,16 +18,18 @@ NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("seen_before_now_s", "delay_s"),
     [
-        (0.0, 0.5),  # seen busy just now: one whole interval
-        (0.2, 0.3),  # the workflow's round trip took 0.2 s: the rest of the interval
-        (0.5, 0.0),  # an interval ago: read at once
-        (3600.0, 0.0),  # long past (a retried attempt, a restarted worker): read at once
+        (0.0, 0.5),  # seen busy just now: the second read one interval later
+        (0.1, 0.4),  # the workflow's round trip took 0.1 s: the rest of the interval
+        (0.2, 0.3),
+        (0.3, 0.5),  # less than half an interval left: a whole interval (no two reads back to back)
+        (0.5, 0.5),  # an interval ago
+        (3600.0, 0.5),  # long past (a retried attempt, a restarted worker): as without a time
         (-5.0, 0.5),  # a clock behind the workflow's: never more than one interval
     ],
 )
-def test_first_read_delay_is_the_rest_of_one_interval(seen_before_now_s: float, delay_s: float) -> None:
+def test_second_read_delay_keeps_the_cadence_of_the_change(seen_before_now_s: float, delay_s: float) -> None:
     seen = NOW - timedelta(seconds=seen_before_now_s)
-    assert cloud.first_read_delay(seen, 0.5, NOW) == pytest.approx(delay_s)
+    assert cloud.second_read_delay(seen, 0.5, NOW) == pytest.approx(delay_s)
 
 
 class Recorder:
@@ -46,28 +48,34 @@ class Recorder:
         self.log.append(f"sleep {seconds:.1f}")
 
 
-async def test_without_a_busy_time_the_first_read_is_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    r = Recorder(["BUILD", "ACTIVE"])
+def active(state: str) -> bool:
+    return state == "ACTIVE"
+
+
+async def test_without_a_busy_time_reads_come_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = Recorder(["BUILD", "BUILD", "ACTIVE"])
     monkeypatch.setattr(cloud.asyncio, "sleep", r.sleep)
-    assert await cloud.poll(r.read, lambda s: s == "ACTIVE", 0.5, 60) == "ACTIVE"
-    assert r.log == ["read BUILD", "sleep 0.5", "read ACTIVE"]
+    assert await cloud.poll(r.read, active, 0.5, 60) == "ACTIVE"
+    assert r.log == ["read BUILD", "sleep 0.5", "read BUILD", "sleep 0.5", "read ACTIVE"]
 
 
-async def test_a_fresh_busy_time_puts_the_first_read_one_interval_after_it(
+async def test_a_quick_change_is_seen_by_the_first_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """E.g. a volume delete Cinder finishes before the workflow's wait starts: no sleep at all."""
+    r = Recorder(["ACTIVE"])
+    monkeypatch.setattr(cloud.asyncio, "sleep", r.sleep)
+    assert await cloud.poll(r.read, active, 0.5, 60, busy_seen_at=datetime.now(UTC)) == "ACTIVE"
+    assert r.log == ["read ACTIVE"]
+
+
+async def test_after_the_first_read_the_reads_keep_the_changes_cadence(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The create just answered BUILD: no read at once (it would find BUILD again), the first one comes an
-    interval after the answer, as a plain script that writes, sleeps and reads."""
-    r = Recorder(["ACTIVE"])
+    """The create answered BUILD 0.2 s ago (the workflow's round trip): the second read comes 0.3 s after
+    the first, one interval after the answer, as a script that writes and reads every interval; then every
+    interval."""
+    r = Recorder(["BUILD", "BUILD", "ACTIVE"])
     monkeypatch.setattr(cloud.asyncio, "sleep", r.sleep)
-    seen = datetime.now(UTC) + timedelta(seconds=60)  # ahead: the delay is capped at one interval
-    assert await cloud.poll(r.read, lambda s: s == "ACTIVE", 0.5, 60, busy_seen_at=seen) == "ACTIVE"
-    assert r.log == ["sleep 0.5", "read ACTIVE"]
-
-
-async def test_a_busy_time_long_past_reads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    r = Recorder(["ACTIVE"])
-    monkeypatch.setattr(cloud.asyncio, "sleep", r.sleep)
-    seen = datetime.now(UTC) - timedelta(hours=1)
-    assert await cloud.poll(r.read, lambda s: s == "ACTIVE", 0.5, 60, busy_seen_at=seen) == "ACTIVE"
-    assert r.log == ["sleep 0.0", "read ACTIVE"]
+    seen = datetime.now(UTC) - timedelta(seconds=0.2)
+    assert await cloud.poll(r.read, active, 0.5, 60, busy_seen_at=seen) == "ACTIVE"
+    assert r.log[0] == "read BUILD" and r.log[2:] == ["read BUILD", "sleep 0.5", "read ACTIVE"]
+    assert r.log[1] in ("sleep 0.3", "sleep 0.2")  # 0.2 s and the moments this test took since

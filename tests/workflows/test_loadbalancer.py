@@ -172,10 +172,10 @@ async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_s
     assert io.AWAIT_LOAD_BALANCER.name not in scheduled
 
 
-async def test_P3_each_wait_reads_first_one_interval_after_the_task_that_saw_octavia_busy(env: Env) -> None:
+async def test_P3_each_wait_keeps_the_cadence_of_the_task_that_saw_octavia_busy(env: Env) -> None:
     """Each wait follows a mutation Octavia accepted (or a read that found it PENDING): it carries the start
-    of the workflow task that decided to wait, so its first read comes one interval after it
-    (activities/cloud.py, poll), the workflow's own round trip spent inside that interval."""
+    of the workflow task that decided to wait, so its second read comes one interval after it
+    (activities/cloud.py, poll), and the workflow's own round trip is not added to its reads."""
     await env.apply(with_listeners(HTTP))
     await env.wait_reason("Provisioned")
     waits = await scheduled_activities(

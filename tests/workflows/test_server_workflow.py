@@ -94,10 +94,10 @@ async def test_create_names_the_server_by_uid_with_system_metadata_last(h: Serve
     assert st.get("rebuild") is None and ((await h.state(wf)).kind or {})["rebuild"] is None
 
 
-async def test_each_wait_reads_first_one_interval_after_the_task_that_saw_nova_busy(h: ServerHarness) -> None:
+async def test_each_wait_keeps_the_cadence_of_the_task_that_saw_nova_busy(h: ServerHarness) -> None:
     """The rebuild was accepted (the fake boots at once, so only the rebuild is waited on): the wait carries
-    the start of the workflow task that decided to wait, so its first read comes one interval after it (activities/cloud.py, poll)
-    and the workflow's own round trip to the wait is spent inside that interval."""
+    the start of the workflow task that decided to wait, so its second read comes one interval after it
+    (activities/cloud.py, poll) and the workflow's own round trip to the wait is not added to its reads."""
     wf = await ready(h)
     await h.signal(wf, 2, spec(NEW))
     await h.until(lambda: h.nova.submits == [NEW], "rebuild submitted")

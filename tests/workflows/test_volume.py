@@ -82,12 +82,12 @@ async def test_C3_S3_S1_create_waits_until_available_and_fills_status(h: CinderH
     assert h.cinder.count(io.AWAIT_VOLUME.name) == 1  # the wait was one activity, not a pass per read
 
 
-async def test_S3_the_wait_reads_first_one_interval_after_the_task_that_saw_cinder_busy(
+async def test_S3_the_wait_keeps_the_cadence_of_the_task_that_saw_cinder_busy(
     h: CinderHarness,
 ) -> None:
     """The create answered "creating" in this pass: the wait carries the start of the workflow task that
-    decided to wait, so its first read comes one interval after it (activities/cloud.py, poll), and the
-    workflow's own round trip to the wait is spent inside that interval."""
+    decided to wait, so its second read comes one interval after it (activities/cloud.py, poll), and the
+    workflow's own round trip to the wait is not added to its reads."""
     h.cinder.create_script = ["creating", "available"]
     wf = await provisioned(h)
     [wait] = await scheduled_activities(h.env.client, wf.id, io.AWAIT_VOLUME.name, io.AwaitVolume)
