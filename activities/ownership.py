@@ -35,6 +35,7 @@ from osprov.activities.cloud import openstack_errors
 from osprov.activities.contract import implements_async
 from osprov.activities.errors import transient
 from osprov.api import ownership as own
+from osprov.api import releases
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
 from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch, WatchAnswer
 
@@ -77,7 +78,7 @@ async def signal_with_start(
 
 async def _start_with(signal: str, keystone: str, key: ObjectKey, arg: object) -> None:
     workflow_id = key.workflow_id(keystone, activity.info().task_queue)
-    start = own.ObjectInput(keystone=keystone, key=key)
+    start = own.ObjectInput(keystone=keystone, key=key, generation=releases.GENERATION)
     await signal_with_start(own.WORKFLOW_TYPE, start, workflow_id, signal, arg, label=f"Keystone {key}")
 
 

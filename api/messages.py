@@ -171,3 +171,5 @@ class EntityInput(BaseModel):
     ref: ResourceRef
     config: EntityConfig = Field(default_factory=EntityConfig)
     carried: EntityState[Any] | None = None
+    # The releases its starter's code knew (osprov.api.releases); 0 for runs started before generations.
+    generation: int = 0

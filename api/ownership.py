@@ -253,6 +253,8 @@ class ObjectInput(_Frozen):
     keystone: str
     key: ObjectKey
     carried: ObjectState | None = None
+    # The releases its starter's code knew (osprov.api.releases); 0 for runs started before generations.
+    generation: int = 0
 
 
 # --- the messaging activities (a workflow cannot signal-with-start another one by itself) -------------

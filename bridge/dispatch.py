@@ -19,6 +19,7 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from osprov.api import releases
 from osprov.api import search_attributes as sa
 from osprov.api.messages import (
     SIGNAL_RESOURCE_CHANGED,
@@ -58,7 +59,7 @@ class TemporalSignaller:
             return
         await self.temporal.start_workflow(
             ref.kind,
-            EntityInput(ref=ref, config=self.config),
+            EntityInput(ref=ref, config=self.config, generation=releases.GENERATION),
             id=ref.workflow_id,
             task_queue=self.task_queue,
             start_signal=SIGNAL_RESOURCE_CHANGED,

@@ -309,6 +309,7 @@ class Entity(Generic[SpecT, KindT]):
 
     # ----- the loop -----------------------------------------------------------------------------
     async def run_loop(self, inp: EntityInput) -> str:
+        patches.begin_run(inp.generation)
         carried: EntityState[Any] = inp.carried or EntityState(ref=inp.ref, config=inp.config)
         if self.s is not None and self.s.desired is not None and self.s.desired.supersedes(carried.desired):
             carried.desired = self.s.desired
@@ -325,7 +326,11 @@ class Entity(Generic[SpecT, KindT]):
                 or self._run_passes >= self.st.config.max_passes_per_run
             ):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(EntityInput(ref=self.st.ref, config=self.st.config, carried=self.st))
+                workflow.continue_as_new(
+                    EntityInput(
+                        ref=self.st.ref, config=self.st.config, carried=self.st, generation=patches.known()
+                    )
+                )
             await self._wait_for_work()
             done = await self._pass()
             if done is not None:

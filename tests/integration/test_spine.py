@@ -15,6 +15,7 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from devenv.testing import StackEnv
+from tests.integration.test_identity_support import _claimed_object_workflows, workflow_id
 from tests.support.osprov import Osprov, admin_connection, run_osprov
 from tests.support.waiting import wait_for
 
@@ -55,6 +56,39 @@ def test_apply_domain_and_project_ready_with_keystone_ids(osprov: Osprov, ks: Id
     assert kp.id == p["status"]["projectID"] and kp.description == "a project"
     cond = osprov.condition("Project", "p1")
     assert cond and cond["reason"] == "Reconciled" and cond["observedGeneration"] == 1
+
+
+def test_the_runs_the_bridge_and_a_claim_start_record_no_patch_marker(
+    osprov: Osprov, identity_stack: StackEnv
+) -> None:
+    """The bridge stamps a resource's run, and the claim activity its object's run, with the releases their
+    code knows (workflows/patches.py, generations): neither records a patch marker. Before, each recorded
+    its release's marker and the TemporalChangeVersion upsert with it."""
+    dom = uniq("dom")
+    osprov.apply("Domain", "gen-d", {"name": dom})
+    osprov.apply("Project", "gen-p", {"name": "proj", "domain": dom})
+    osprov.wait_ready("Project", "gen-p")
+    resource = workflow_id(osprov, "Project", "gen-p")
+
+    async def markers() -> dict[str, list[str]]:
+        client = await Client.connect(
+            identity_stack.temporal_address, namespace=identity_stack.temporal_namespace
+        )
+        objects = await _claimed_object_workflows(client, resource)
+        assert len(objects) == 1, objects  # the project (the domain is the Domain resource's claim)
+        found: dict[str, list[str]] = {}
+        for wf_id in [resource, *objects]:
+            history = await client.get_workflow_handle(wf_id).fetch_history()
+            found[wf_id] = [
+                e.marker_recorded_event_attributes.marker_name
+                for e in history.events
+                if e.HasField("marker_recorded_event_attributes")
+                and e.marker_recorded_event_attributes.marker_name == "core_patch"
+            ]
+        return found
+
+    found = asyncio.run(markers())
+    assert len(found) == 2 and all(m == [] for m in found.values()), found
 
 
 def test_spec_change_is_patched_in_place(osprov: Osprov, ks: Identity) -> None:

@@ -16,7 +16,7 @@ from temporalio.worker import Worker
 
 from osprov.activities import keystone_sweep
 from osprov.api import ownership as own
-from osprov.api import sweep
+from osprov.api import releases, sweep
 from osprov.api.messages import (
     QUERY_STATE,
     SIGNAL_RESOURCE_CHANGED,
@@ -71,15 +71,22 @@ class Harness:
         uid: str | None = None,
         config: EntityConfig = CONFIG,
         queue: str | None = None,
+        code_generation: int | None = None,
         **extra: Any,
     ) -> WorkflowHandle[Any, Any]:
-        """Start a resource's workflow with its first change; `queue`: another task queue (one no worker
-        serves yet, so the signals sent before a worker starts arrive in one first workflow task)."""
+        """Start a resource's workflow with its first change, as the bridge does; `queue`: another task
+        queue (one no worker serves yet, so the signals sent before a worker starts arrive in one first
+        workflow task); `code_generation`: the releases the starter knew (default: this code's, as the
+        bridge stamps; 0: a run started before generations)."""
         ref = ResourceRef(kind=kind, namespace="ns", name=name, uid=uid or str(uuid.uuid4()))
         change = ResourceChange(ref=ref, generation=generation, spec=spec, **extra)
         handle = await self.env.client.start_workflow(
             kind,
-            EntityInput(ref=ref, config=config),
+            EntityInput(
+                ref=ref,
+                config=config,
+                generation=releases.GENERATION if code_generation is None else code_generation,
+            ),
             id=ref.workflow_id,
             task_queue=queue or self.queue,
             start_signal=SIGNAL_RESOURCE_CHANGED,
@@ -144,7 +151,7 @@ class Harness:
             self.cloud.object_workflows.add(workflow_id)
             await self.env.client.start_workflow(
                 own.WORKFLOW_TYPE,
-                own.ObjectInput(keystone=claim.keystone, key=claim.key),
+                own.ObjectInput(keystone=claim.keystone, key=claim.key, generation=releases.GENERATION),
                 id=workflow_id,
                 task_queue=self.queue,
                 start_signal=own.SIGNAL_CLAIM,

@@ -48,7 +48,7 @@ async def test_a_running_0_1_workflow_switches_to_claims_at_its_next_live_pass(
     async with Worker(
         tenv.client, task_queue=queue, workflows=old, activities=cloud.activities(), max_cached_workflows=0
     ):
-        wf = await h.apply("Domain", {"name": "d", "description": "first"}, config=CONFIG)
+        wf = await h.apply("Domain", {"name": "d", "description": "first"}, config=CONFIG, code_generation=0)
         await eventually(lambda: bool(cloud.statuses), "0.1 created the domain")
         assert cloud.count(io.CREATE.name) == 1 and not cloud.object_workflows
     monkeypatch.undo()

@@ -166,6 +166,7 @@ class KeystoneObjectWorkflow:
     # ----- the loop ---------------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: own.ObjectInput) -> str:
+        patches.begin_run(inp.generation)
         s = self._begin(inp)
         while True:
             if await self._wait():
@@ -234,7 +235,9 @@ class KeystoneObjectWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         s.passes = 0
         memo = {own.MEMO_ID: self._published} if self._published else None
-        workflow.continue_as_new(own.ObjectInput(keystone=s.keystone, key=s.key, carried=s), memo=memo)
+        workflow.continue_as_new(
+            own.ObjectInput(keystone=s.keystone, key=s.key, carried=s, generation=patches.known()), memo=memo
+        )
 
     def _publish_id(self) -> None:
         """Keep the memo's ID what this object holds, once it has dependents (and while it had them)."""
