@@ -37,7 +37,7 @@ from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api import releases
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
-from osprov.api.ownership import Claim, ObjectKey, Policy, Release, Watch, WatchAnswer
+from osprov.api.ownership import Answer, Claim, ObjectKey, Policy, Release, Watch, WatchAnswer
 
 log = structlog.get_logger("osprov.activities.ownership")
 
@@ -219,4 +219,18 @@ async def policy(request: ObjectKey) -> Policy:
     return policy_for(request, await asyncio.to_thread(controller_paths))
 
 
-ACTIVITIES = [claim, watch, release, unwatch, policy]
+@implements_async(own.ANSWER)
+async def answer(request: Answer) -> bool:
+    """Signal a claimant's workflow its object's result; False when that workflow is not running. A retry
+    may deliver it twice: the claimant keeps the latest result per object, so a repeat changes nothing."""
+    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(request.workflow_id)
+    try:
+        await handle.signal(own.SIGNAL_OBJECT_RESULT, request.result)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise transient(f"cannot reach the workflow of {request.workflow_id}: {err.status.name}") from None
+    return True
+
+
+ACTIVITIES = [claim, watch, release, unwatch, policy, answer]

@@ -195,6 +195,13 @@ class ObjectResult(_Frozen):
     action: Literal["created", "updated"] | None = None  # what this step wrote for the claimant (Events)
 
 
+class Answer(_Frozen):
+    """An object's result for one claimant's workflow, delivered by the answer activity."""
+
+    workflow_id: str
+    result: ObjectResult
+
+
 class Policy(_Frozen):
     """What the operator's configuration (never a resource) says about one object."""
 
@@ -269,3 +276,7 @@ WATCH: Activity[Watch, WatchAnswer | None] = Activity(
 RELEASE: Activity[Release, bool] = Activity("ownership.release", Release, bool)
 UNWATCH: Activity[Watch, bool] = Activity("ownership.unwatch", Watch, bool)
 POLICY: Activity[ObjectKey, Policy] = Activity("ownership.policy", ObjectKey, Policy)
+# An object's answer as a local activity beside its sweep report: a workflow's own signal to another costs
+# it two events and a workflow task of its own (the "signaled" event wakes it); False: the claimant's
+# workflow is not running.
+ANSWER: Activity[Answer, bool] = Activity("ownership.answer", Answer, bool)

@@ -108,6 +108,14 @@ IN_RELEASE_5: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_6 = "osprov-release-2026-12f"
+IN_RELEASE_6: frozenset[str] = frozenset(
+    {
+        "keystone-answer-local",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -115,6 +123,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_3, IN_RELEASE_3),
     (RELEASE_4, IN_RELEASE_4),
     (RELEASE_5, IN_RELEASE_5),
+    (RELEASE_6, IN_RELEASE_6),
 )
 
 

@@ -294,6 +294,7 @@ class FakeCloud:
             watch,
             ownership.release,
             ownership.unwatch,
+            ownership.answer,
             sweep_report,
             sweep_wake,
             keystone_sweep.forget,
