@@ -44,30 +44,35 @@ def _timeline(events: Any) -> str:
     return "\n".join(out)
 
 
-async def test_a_new_objects_answer_is_a_local_activity_in_its_last_task(h: Harness) -> None:
+async def test_a_new_objects_answer_is_a_local_activity_not_a_signal_of_its_own(h: Harness) -> None:
     h.cloud.add("domain", name="service", enabled=True)
     wf = await h.apply("Project", {"name": "p1", "domain": "service"})
     await eventually(lambda: bool(h.written.get(wf.id)), "the Project's status")
     assert h.written[wf.id]["conditions"][0]["status"] == "True"
     assert h.written[wf.id]["projectID"] == h.cloud.of("project")[0].id  # the answer carried the ID
-    events = (
-        await h.env.client.get_workflow_handle(
-            _object_of(h, ObjectKey(kind="project", domain="service", name="p1"))
-        ).fetch_history()
-    ).events
+    handle = h.env.client.get_workflow_handle(
+        _object_of(h, ObjectKey(kind="project", domain="service", name="p1"))
+    )
+    # The answer reaches the Project from inside the object's task, before that task completes and its
+    # markers are in the history: wait for the step's last one, the sweep report.
+    events: Any = []
+
+    async def reported() -> bool:
+        nonlocal events
+        events = (await handle.fetch_history()).events
+        return any("ownership.sweep_report" in m for m in _local_activities(events))
+
+    await eventually(reported, "the object's sweep report in its history")
     kinds = [e.event_type for e in events]
     assert EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED not in kinds
     assert EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED not in kinds
     answers = [m for m in _local_activities(events) if own.ANSWER.name in m]
     assert len(answers) == 1, _local_activities(events)
-    # The answer and the sweep report are the last task's: no task follows them (the signal's
-    # "signaled" event woke the object for a task of its own, which made the report).
-    last_task = max(i for i, k in enumerate(kinds) if k == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
-    tail = _local_activities(events[last_task:])
-    assert [own.ANSWER.name in tail[0], "ownership.sweep_report" in tail[1]] == [True, True], _timeline(
-        events
-    )
-    assert kinds[last_task + 1 :] == [EventType.EVENT_TYPE_MARKER_RECORDED] * 2, _timeline(events)
+    # The answer is recorded before the step's sweep report, in the task the create's completion woke (a
+    # loaded machine may split a task's local activities into several; the signal's own events and the
+    # task they woke are what went).
+    markers = _local_activities(events)
+    assert own.ANSWER.name in markers[-2] and "ownership.sweep_report" in markers[-1], _timeline(events)
 
 
 async def test_an_answer_to_a_claimant_whose_workflow_is_gone_drops_its_claim(h: Harness) -> None:
