@@ -161,27 +161,19 @@ def release_index(patch_id: str) -> int | None:
     return None
 
 
-def release_marker(patch_id: str) -> str | None:
-    """The marker of the release that covers `patch_id`, if one does."""
-    for marker, covered in RELEASES:
-        if patch_id in covered:
-            return marker
-    return None
-
-
 def patched(patch_id: str) -> bool:
     """`workflow.patched(patch_id)`, answered by the run's generation, or else by the marker of the
     release that covers it."""
     index = release_index(patch_id)
-    if index is not None and index <= run_generation():
+    if index is None:
+        return workflow.patched(patch_id)
+    marker = RELEASES[index - 1][0]
+    if index <= run_generation():
         if workflow.unsafe.is_replaying():
             # A worker from before generations ignores an EntityInput's generation, so it may have run
             # this run and recorded the marker; Temporal fails a replay that leaves a marker unasked.
             # Asked in replay, `patched` records nothing (True only where the history holds the marker);
             # asked live, it would record one, so live it is not asked.
-            workflow.patched(RELEASES[index - 1][0])
+            workflow.patched(marker)
         return True
-    marker = release_marker(patch_id)
-    if marker is not None and workflow.patched(marker):
-        return True
-    return workflow.patched(patch_id)
+    return workflow.patched(marker) or workflow.patched(patch_id)
