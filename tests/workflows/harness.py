@@ -119,6 +119,11 @@ class Harness:
             await runstate.settle(self.env, workflow_id)
         await self.env.sleep(seconds)
 
+    def object_workflow(self, key: own.ObjectKey) -> str:
+        """The ID of the one Keystone object workflow started for `key`."""
+        (workflow_id,) = [w for w in self.cloud.object_workflows if w.endswith(key.path)]
+        return workflow_id
+
     def _workflow_ids(self) -> list[str]:
         return [h.id for h in self.started] + sorted(self.cloud.object_workflows)
 

@@ -15,11 +15,7 @@ from temporalio.client import WorkflowExecutionStatus
 from osprov.api import ownership as own
 from osprov.api.ownership import ObjectKey
 from tests.workflows.harness import Harness, eventually
-
-
-def _object_of(h: Harness, key: ObjectKey) -> str:
-    (object_id,) = [w for w in h.cloud.object_workflows if w.endswith(key.path)]
-    return object_id
+from tests.workflows.history import LOCAL_ACTIVITY_MARKER
 
 
 def _local_activities(events: Any) -> list[str]:
@@ -27,7 +23,7 @@ def _local_activities(events: Any) -> list[str]:
         e.marker_recorded_event_attributes.details["data"].payloads[0].data.decode()
         for e in events
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+        and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
     ]
 
 
@@ -51,7 +47,7 @@ async def test_a_new_objects_answer_is_a_local_activity_not_a_signal_of_its_own(
     assert h.written[wf.id]["conditions"][0]["status"] == "True"
     assert h.written[wf.id]["projectID"] == h.cloud.of("project")[0].id  # the answer carried the ID
     handle = h.env.client.get_workflow_handle(
-        _object_of(h, ObjectKey(kind="project", domain="service", name="p1"))
+        h.object_workflow(ObjectKey(kind="project", domain="service", name="p1"))
     )
     # The answer reaches the Project from inside the object's task, before that task completes and its
     # markers are in the history: wait for the step's last one, the sweep report.
@@ -84,7 +80,7 @@ async def test_an_answer_to_a_claimant_whose_workflow_is_gone_drops_its_claim(h:
     await eventually(lambda: bool(h.cloud.held), "the held claim")
     await wf.terminate("gone without releasing")
     await h.deliver_held()
-    object_id = _object_of(h, ObjectKey(kind="project", domain="service", name="p1"))
+    object_id = h.object_workflow(ObjectKey(kind="project", domain="service", name="p1"))
     handle = h.env.client.get_workflow_handle(object_id)
 
     async def dropped() -> bool:

@@ -44,7 +44,7 @@ async def test_a_new_run_records_no_patch_marker(h: Harness) -> None:
     await eventually(lambda: bool(h.written.get(wf.id)), "the Project's status")
     assert h.written[wf.id]["conditions"][0]["status"] == "True"
     key = ObjectKey(kind="project", domain="service", name="p1")
-    (object_id,) = [w for w in h.cloud.object_workflows if w.endswith(key.path)]
+    object_id = h.object_workflow(key)
 
     for workflow_id in (wf.id, object_id):
         assert await patch_markers(h, workflow_id) == [], workflow_id
@@ -73,7 +73,7 @@ async def test_a_new_objects_first_step_is_its_only_step(h: Harness) -> None:
     await eventually(lambda: bool(h.written.get(wf.id)), "the Project's status")
     assert h.written[wf.id]["conditions"][0]["status"] == "True"
     key = ObjectKey(kind="project", domain="service", name="p1")
-    (object_id,) = [w for w in h.cloud.object_workflows if w.endswith(key.path)]
+    object_id = h.object_workflow(key)
     state: Any = await h.env.client.get_workflow_handle(object_id).query("object")
     assert state["passes"] == 1
     finds = h.cloud.count(io.FIND.name)
@@ -141,22 +141,33 @@ class TwoReleases:
 RELEASE_A = ("release-a", frozenset({"a"}))
 
 
-async def _history_of_a_run_on_release_a(tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> Any:
+async def _run_on_release_a(
+    tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, run: Any, *args: Any
+) -> Any:
+    """The history of `run` (TwoReleases' or StampedTwoReleases') executed by release A's code."""
     monkeypatch.setattr(patches, "RELEASES", (RELEASE_A,))
     monkeypatch.setattr(patches, "patched", _without_b(patches.patched))
     queue = f"q-{uuid.uuid4()}"
-    async with Worker(tenv.client, task_queue=queue, workflows=[TwoReleases]):
-        handle = await tenv.client.start_workflow(TwoReleases.run, id=queue, task_queue=queue)
+    async with Worker(tenv.client, task_queue=queue, workflows=[TwoReleases, StampedTwoReleases]):
+        handle = await tenv.client.start_workflow(run, *args, id=queue, task_queue=queue)
         await handle.result()
     monkeypatch.undo()
-    history = await handle.fetch_history()
-    markers = [
+    return await handle.fetch_history()
+
+
+async def _history_of_a_run_on_release_a(tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> Any:
+    history = await _run_on_release_a(tenv, monkeypatch, TwoReleases.run)
+    markers = _markers(history)
+    assert len(markers) == 1 and "release-a" in markers[0], markers
+    return history
+
+
+def _markers(history: Any) -> list[str]:
+    return [
         e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data.decode()
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
     ]
-    assert len(markers) == 1 and "release-a" in markers[0], markers
-    return history
 
 
 def _without_b(patched: Any) -> Any:
@@ -191,27 +202,9 @@ class StampedTwoReleases:
         await TwoReleases().run()
 
 
-def _markers(history: Any) -> list[str]:
-    return [
-        e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data.decode()
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-    ]
-
-
-async def _stamped_run_on_release_a(
-    tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, generation: int = 1
-) -> Any:
-    monkeypatch.setattr(patches, "RELEASES", (RELEASE_A,))
-    monkeypatch.setattr(patches, "patched", _without_b(patches.patched))
-    queue = f"q-{uuid.uuid4()}"
-    async with Worker(tenv.client, task_queue=queue, workflows=[StampedTwoReleases]):
-        handle = await tenv.client.start_workflow(
-            StampedTwoReleases.run, generation, id=queue, task_queue=queue
-        )
-        await handle.result()
-    monkeypatch.undo()
-    return await handle.fetch_history()
+async def _stamped_run_on_release_a(tenv: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Stamped by release A's code: generation 1."""
+    return await _run_on_release_a(tenv, monkeypatch, StampedTwoReleases.run, 1)
 
 
 async def test_a_stamped_run_records_no_marker_and_replays_after_the_next_release(
