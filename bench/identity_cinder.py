@@ -24,9 +24,11 @@ from bench.identity_common import (
     keystone_busy_since,
     keystone_log_size,
     osprov_via_proxy,
+    service_cpu,
     stack_env,
     suffix,
     wait,
+    worker_cpu,
 )
 from bench.report import Figure, print_figures
 from devenv.testing import StackEnv
@@ -159,6 +161,8 @@ def measure(repeat: int = 1) -> list[Figure]:
     requests: list[int] = []
     busy: list[float] = []  # Keystone's own answering time during osprov's run (its uwsgi log)
     cli_busy: list[float] = []
+    worker: list[float] = []  # the osprov worker's and the Temporal dev server's CPU during osprov's run
+    temporal: list[float] = []
     count = processes = 0
     try:
         for i in range(repeat):
@@ -171,12 +175,15 @@ def measure(repeat: int = 1) -> list[Figure]:
                 tag = suffix()
                 tags.append(tag)
                 before, log_at = proxy.connections_seen, keystone_log_size()
+                cpu0, temporal0 = worker_cpu(osprov), service_cpu("temporal")
                 start = time.monotonic()
                 resources = apply_example(osprov, "cinder", tag)
                 wait(lambda: all_ready(osprov, resources), "the Cinder example Ready", 300)  # noqa: B023
                 ours_s.append(time.monotonic() - start)  # from the first apply
                 requests.append(proxy.connections_seen - before)
                 busy.append(keystone_busy_since(log_at)[0])
+                worker.append(worker_cpu(osprov) - cpu0)
+                temporal.append(service_cpu("temporal") - temporal0)
                 count = len(resources)
             cli_tag = suffix()
             tags.append(cli_tag)
@@ -201,6 +208,8 @@ def measure(repeat: int = 1) -> list[Figure]:
             "Keystone requests": int(statistics.median(requests)),
             "Keystone busy s (osprov's run)": round(statistics.median(busy), 2),
             "Keystone busy s (CLI's run)": round(statistics.median(cli_busy), 2),
+            "osprov worker CPU s (osprov's run)": round(statistics.median(worker), 2),
+            "Temporal dev server CPU s (osprov's run)": round(statistics.median(temporal), 2),
             "20x budget s": round(statistics.median(cli_s) / 20, 2),
             "runs": repeat,
         },
