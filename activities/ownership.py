@@ -37,7 +37,7 @@ from osprov.activities.errors import transient
 from osprov.api import ownership as own
 from osprov.api import releases
 from osprov.api.messages import WORKFLOW_TASK_TIMEOUT
-from osprov.api.ownership import Answer, Claim, ObjectKey, Policy, Release, Watch, WatchAnswer
+from osprov.api.ownership import Answer, Claim, ObjectKey, Policy, Release, Tell, Told, Watch, WatchAnswer
 
 log = structlog.get_logger("osprov.activities.ownership")
 
@@ -233,4 +233,25 @@ async def answer(request: Answer) -> bool:
     return True
 
 
-ACTIVITIES = [claim, watch, release, unwatch, policy, answer]
+@implements_async(own.TELL)
+async def tell_watchers(request: Tell) -> Told:
+    """Signal every watcher its parent's news at once: whom it reached, and the watchers whose workflows
+    are not running. A retry may tell one twice: a dependent keeps its parent's latest answer, so a repeat
+    costs it at most a step that changes nothing."""
+    client = activity.client()
+
+    async def tell(workflow_id: str) -> bool:
+        try:
+            await client.get_workflow_handle(workflow_id).signal(own.SIGNAL_PARENT_READY, request.ready)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise transient(f"cannot reach the workflow of {workflow_id}: {err.status.name}") from None
+        return True
+
+    reached = await asyncio.gather(*(tell(w) for w in request.watchers))
+    pairs = list(zip(request.watchers, reached, strict=True))
+    return Told(told=[w for w, ok in pairs if ok], gone=[w for w, ok in pairs if not ok])
+
+
+ACTIVITIES = [claim, watch, release, unwatch, policy, answer, tell_watchers]

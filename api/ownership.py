@@ -202,6 +202,22 @@ class Answer(_Frozen):
     result: ObjectResult
 
 
+class Tell(_Frozen):
+    """An object's news for its dependents' workflows, delivered by the tell activity (one parent_ready
+    signal to each)."""
+
+    ready: ParentReady
+    watchers: list[str]
+
+
+class Told(_Frozen):
+    """Whom the tell activity reached (recorded in the object's history, so the Web UI shows who heard
+    what), and the watchers whose workflows are not running (the object forgets them)."""
+
+    told: list[str]
+    gone: list[str]
+
+
 class Policy(_Frozen):
     """What the operator's configuration (never a resource) says about one object."""
 
@@ -280,3 +296,7 @@ POLICY: Activity[ObjectKey, Policy] = Activity("ownership.policy", ObjectKey, Po
 # it two events and a workflow task of its own (the "signaled" event wakes it); False: the claimant's
 # workflow is not running.
 ANSWER: Activity[Answer, bool] = Activity("ownership.answer", Answer, bool)
+# An object's news to its dependents as one local activity that signals them all at once: signalled one by
+# one, each cost two events and a workflow task of its own, ~0.1 s apiece on the dependency chain. Returns
+# whom it reached and the watchers whose workflows are not running.
+TELL: Activity[Tell, Told] = Activity("ownership.tell_watchers", Tell, Told)

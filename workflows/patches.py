@@ -116,6 +116,14 @@ IN_RELEASE_6: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_7 = "osprov-release-2026-12g"
+IN_RELEASE_7: frozenset[str] = frozenset(
+    {
+        "keystone-watchers-told-local",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -124,6 +132,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_4, IN_RELEASE_4),
     (RELEASE_5, IN_RELEASE_5),
     (RELEASE_6, IN_RELEASE_6),
+    (RELEASE_7, IN_RELEASE_7),
 )
 
 

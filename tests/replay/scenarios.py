@@ -445,6 +445,25 @@ async def keystone_object_reasks_unanswered(h: Harness, _: str) -> str:
 SCENARIOS["KeystoneObject-reasks-unanswered"] = keystone_object_reasks_unanswered
 
 
+async def keystone_object_tells_without_step(h: Harness, _: str) -> str:
+    """The domain's object, watched by a second project that read its ID from the memo, then by one that
+    did not (patch keystone-watchers-told-local): told what the run holds, without a step."""
+    await _second_project(h)
+    key = ObjectKey(kind="domain", name="service")
+    domain = h.env.client.get_workflow_handle(key.workflow_id(h.keystone, h.queue))
+    await domain.signal(own.SIGNAL_WATCH, Watch(keystone=h.keystone, watcher="gone-dependent", key=key))
+
+    async def forgotten() -> bool:
+        state: Any = await domain.query(own.QUERY_OBJECT)
+        return "gone-dependent" not in state["watchers"]
+
+    await eventually(forgotten, "the watcher told, and forgotten (its workflow is gone)")
+    return domain.id
+
+
+SCENARIOS["KeystoneObject-tells-without-step"] = keystone_object_tells_without_step
+
+
 async def domain_late_answer(h: Harness, _: str) -> str:
     """A Domain whose first claim is never answered: its retries wait for that answer, the claim goes out
     again after LATE_CLAIM_RESEND (patch keystone-late-answer-awaited)."""

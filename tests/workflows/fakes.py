@@ -295,6 +295,7 @@ class FakeCloud:
             ownership.release,
             ownership.unwatch,
             ownership.answer,
+            ownership.tell_watchers,
             sweep_report,
             sweep_wake,
             keystone_sweep.forget,

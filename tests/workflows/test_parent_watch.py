@@ -12,6 +12,7 @@ signal anyway.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -30,15 +31,24 @@ DOMAIN = ObjectKey(kind="domain", name="service")
 
 
 async def answers_sent(h: Harness, workflow_id: str) -> list[str]:
-    """Workflow IDs the object's workflow sent a parent-ready signal to, in order."""
+    """Workflow IDs the object's workflow sent a parent-ready answer to, in order: by a signal command
+    (a large fan-out, and runs from before `keystone-watchers-told-local`), or by the tell activity."""
     history = await h.env.client.get_workflow_handle(workflow_id).fetch_history()
-    return [
-        e.signal_external_workflow_execution_initiated_event_attributes.workflow_execution.workflow_id
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
-        and e.signal_external_workflow_execution_initiated_event_attributes.signal_name
-        == own.SIGNAL_PARENT_READY
-    ]
+    sent: list[str] = []
+    for e in history.events:
+        if (
+            e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
+            and e.signal_external_workflow_execution_initiated_event_attributes.signal_name
+            == own.SIGNAL_PARENT_READY
+        ):
+            sent.append(
+                e.signal_external_workflow_execution_initiated_event_attributes.workflow_execution.workflow_id
+            )
+        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            details = e.marker_recorded_event_attributes.details
+            if "data" in details and own.TELL.name.encode() in details["data"].payloads[0].data:
+                sent += json.loads(details["result"].payloads[0].data)["told"]
+    return sent
 
 
 async def ready_project(h: Harness, name: str) -> Any:
@@ -276,3 +286,73 @@ async def test_a_parent_that_never_answers_is_asked_again_and_its_id_read(h: Har
     await h.sleep_settled(parents.REGISTER_FIRST * 1.5)  # the latest its jittered first try can come
     await h.until(lambda: h.written[wf.id]["conditions"][0]["status"] == "True", "p2 Ready", virtual_s=60)
     assert [p.fields["domain_id"] for p in h.cloud.of("project")] == [dom.id, dom.id]
+
+
+async def test_a_parent_that_appears_tells_its_waiting_dependents_in_one_local_activity(h: Harness) -> None:
+    """`keystone-watchers-told-local`: the domain's news goes to both waiting projects from one local
+    activity. Before, one signal command each, sent one after the other: two events and a workflow task
+    apiece, ~0.1 s each on the dependency chain (a user's three grants were told 0.3 s apart)."""
+    waiting = [await h.apply("Project", {"name": n, "domain": "service"}, name=n) for n in ("p1", "p2")]
+    p1, p2 = (object_id(h, ObjectKey(kind="project", domain="service", name=n)) for n in ("p1", "p2"))
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    await eventually(lambda: _watchers_are(domain, {p1, p2}), "both projects watching the absent domain")
+    assert h.cloud.of("project") == []
+
+    await h.apply("Domain", {"name": "service"}, name="dom")
+    for wf in waiting:
+        await eventually(lambda: bool(h.written.get(wf.id, {}).get("projectID")), f"{wf.id} Ready")  # noqa: B023
+    [dom] = h.cloud.of("domain")
+    assert [p.fields["domain_id"] for p in h.cloud.of("project")] == [dom.id, dom.id]
+    history = await domain.fetch_history()
+    signals = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
+    ]
+    assert signals == []  # before: a parent-ready signal command per project, one after the other
+    told = [
+        json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)["told"]
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and own.TELL.name.encode() in e.marker_recorded_event_attributes.details["data"].payloads[0].data
+    ]
+    assert sorted(told[-1]) == sorted([p1, p2])  # the news that it exists: one activity told both
+
+
+async def _watchers_are(handle: Any, expected: set[str]) -> bool:
+    try:
+        state: Any = await handle.query(own.QUERY_OBJECT)
+    except Exception:  # not started yet
+        return False
+    return set(state["watchers"]) == expected
+
+
+async def test_a_watch_for_the_object_the_run_holds_is_told_without_a_step(h: Harness) -> None:
+    """A watch that did not read the ID from the memo (it came before the memo was written) is told what
+    the run last saw, as the memo would have: no step, no Keystone read. Before, each one took a step
+    (a Keystone read) right after the object's create: two of a new project's three steps."""
+    h.cloud.add("domain", name="service", enabled=True)
+    await ready_project(h, "p1")
+    domain = h.env.client.get_workflow_handle(object_id(h, DOMAIN))
+    before: Any = await domain.query(own.QUERY_OBJECT)
+    reads = h.cloud.count(io.FIND.name)
+
+    await domain.signal(
+        own.SIGNAL_WATCH, Watch(keystone=h.keystone, watcher="a-dependent-now-gone", key=DOMAIN)
+    )
+
+    async def told() -> bool:
+        history = await domain.fetch_history()
+        return any(
+            "a-dependent-now-gone"
+            in json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)["gone"]
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+            and own.TELL.name.encode() in e.marker_recorded_event_attributes.details["data"].payloads[0].data
+        )
+
+    await eventually(told, "the watcher told (its workflow is gone, so it is forgotten)")
+    after: Any = await domain.query(own.QUERY_OBJECT)
+    assert after["passes"] == before["passes"]  # before: one more step
+    assert h.cloud.count(io.FIND.name) == reads  # before: one more Keystone read
+    assert "a-dependent-now-gone" not in after["watchers"]
