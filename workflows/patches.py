@@ -121,6 +121,7 @@ RELEASE_7 = "osprov-release-2026-12g"
 IN_RELEASE_7: frozenset[str] = frozenset(
     {
         "keystone-watchers-told-local",
+        "keystone-user-told-before-password",
     }
 )
 

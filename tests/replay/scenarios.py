@@ -464,6 +464,33 @@ async def keystone_object_tells_without_step(h: Harness, _: str) -> str:
 SCENARIOS["KeystoneObject-tells-without-step"] = keystone_object_tells_without_step
 
 
+async def keystone_object_told_before_password(h: Harness, _: str) -> str:
+    """A user's object with a grant waiting for it: the grant is told the user's ID between its create and
+    its password (patch keystone-user-told-before-password)."""
+    dom = h.cloud.add("domain", name="service", enabled=True).id
+    h.cloud.add("role", name="admin")
+    h.cloud.add("project", name="service", domain_id=dom)
+    h.cloud.secrets["ns/pw/OS_PASSWORD"] = "not-a-real-password"
+    grant = SPECS["RoleAssignment"] | {"user": {"name": "u1", "domain": "service"}}
+    wf = await h.apply("RoleAssignment", grant, name="grant", uid="replay-grant")
+    await eventually(lambda: bool(h.written.get(wf.id)), "the grant waiting for its user")
+    await h.apply("User", SPECS["User"], name="user", uid="replay-user")
+    await eventually(lambda: bool(h.cloud.grants), "the grant put")
+    user = h.env.client.get_workflow_handle(
+        ObjectKey(kind="user", domain="service", name="u1").workflow_id(h.keystone, h.queue)
+    )
+
+    async def reported() -> bool:  # the step's last task is in the history
+        history = await user.fetch_history()
+        return any(b"ownership.sweep_report" in e.SerializeToString() for e in history.events)
+
+    await eventually(reported, "the user's step recorded")
+    return user.id
+
+
+SCENARIOS["KeystoneObject-told-before-password"] = keystone_object_told_before_password
+
+
 async def domain_late_answer(h: Harness, _: str) -> str:
     """A Domain whose first claim is never answered: its retries wait for that answer, the claim goes out
     again after LATE_CLAIM_RESEND (patch keystone-late-answer-awaited)."""

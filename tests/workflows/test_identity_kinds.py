@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+
 from osprov.api import keystone_io as io
+from osprov.api import ownership as own
 from osprov.api import sweep as sw
 from osprov.api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
+from osprov.api.ownership import ObjectKey
 from tests.workflows.harness import Harness, eventually
 
 USER = {"name": "cinder", "domain": "service", "passwordSecret": {"name": "cinder-pw"}}
@@ -106,6 +111,43 @@ async def test_role_assignment_delete_revokes_the_recorded_grant(h: Harness) -> 
     await h.signal(wf, 1, spec, deleting=True, finalizers=["keystone.osh.openstack.org/finalizer"])
     assert await wf.result() == "deleted"
     assert h.cloud.grants == set() and h.cloud.count(io.REVOKE_GRANT.name) == 1
+
+
+async def test_a_new_users_grants_hear_of_it_before_its_password_is_set(h: Harness) -> None:
+    """Patch keystone-user-told-before-password: a grant needs the user's ID, not its password, and
+    Keystone takes ~0.2 s to hash one. Before, the grants waited for the password on the dependency
+    chain (the last step of the Cinder example)."""
+    dom = seed_domain(h)
+    h.cloud.add("role", name="admin")
+    h.cloud.add("project", name="service", domain_id=dom)
+    h.cloud.secrets["ns/cinder-pw/OS_PASSWORD"] = "s3cret"
+    spec = {
+        "role": {"name": "admin"},
+        "user": {"name": "cinder", "domain": "service"},
+        "project": {"name": "service", "domain": "service"},
+    }
+    grant = await h.apply("RoleAssignment", spec, name="grant")
+    await eventually(lambda: bool(h.written.get(grant.id)), "the grant waiting for its user")
+    assert h.written[grant.id]["conditions"][0]["status"] == "False"
+    await h.apply("User", USER, name="user")
+    await eventually(lambda: bool(h.cloud.grants), "grant put")
+    [user] = h.cloud.of("user")
+    assert h.cloud.passwords[user.id] == "s3cret"
+
+    key = ObjectKey(kind="user", domain="service", name="cinder")
+    history = await h.env.client.get_workflow_handle(key.workflow_id(h.keystone, h.queue)).fetch_history()
+    steps: list[str] = []
+    for e in history.events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            steps.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            data = e.marker_recorded_event_attributes.details["data"].payloads[0].data
+            if own.TELL.name.encode() in data:
+                told = json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)
+                steps.append(f"tell {len(told['told'])}")
+    after_create = steps[steps.index(io.CREATE.name) + 1 :]
+    assert after_create[:2] == ["tell 1", io.SET_PASSWORD.name], steps  # before: the password first
+    assert "tell 1" not in after_create[2:], steps  # told once of its ID
 
 
 ENDPOINT: dict[str, Any] = {

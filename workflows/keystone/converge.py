@@ -7,6 +7,7 @@ revocations and password writes are ordinary activities, so the intent is in his
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio import workflow
@@ -23,9 +24,12 @@ with workflow.unsafe.imports_passed_through():
 
 
 class Converger:
-    def __init__(self, s: ObjectState, full: bool) -> None:
+    def __init__(
+        self, s: ObjectState, full: bool, on_created: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self.s = s
         self.full = full
+        self.on_created = on_created  # told the object's ID before its password is set (objects.py)
         self.id_changed = False
         self.parents_stale = False
         self.done = "unchanged"  # created | updated | unchanged
@@ -140,6 +144,8 @@ class Converger:
         self._seen(True, object_id)
         self.done = "created"
         if primary.desired.password is not None:
+            if self.on_created is not None:  # its dependents (grants) need its ID, not its password
+                await self.on_created()
             await self._set_password(primary)
             self.password = "password set"
         return fields

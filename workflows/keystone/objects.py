@@ -67,6 +67,9 @@ PATCH_ANSWER_LOCAL = "keystone-answer-local"
 # The same patch sends a step's three messages (news, answers, sweep report) together, not in turn.
 PATCH_TELL_LOCAL = "keystone-watchers-told-local"
 TELL_LOCAL_MAX = 16
+# A user made now is told to its dependents (its grants) before its password is set: they need its ID,
+# and Keystone takes ~0.2 s to hash a password, which the grants waited for on the dependency chain.
+PATCH_TOLD_BEFORE_PASSWORD = "keystone-user-told-before-password"
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -82,6 +85,7 @@ class KeystoneObjectWorkflow:
         self._regroup = False  # a hold arrived: only the sweep report changes
         self._tell_new = False  # a watch came for the object it holds: only the new watchers are told
         self._stepping = False  # a step is running (it tells the watchers that came meanwhile)
+        self._told_id: str | None = None  # the ID the running step already told every watcher
         self._published: str | None = None  # the ID this run's memo holds (own.MEMO_ID)
         self._roll = False  # the run is long: continue as new before the next step
 
@@ -316,7 +320,7 @@ class KeystoneObjectWorkflow:
         full, self._full = self._full, False
         if s.policy is None or full:
             s.policy = await call_local(own.POLICY, s.key, summary=f"operator policy for {s.key}")
-        converger = Converger(s, full)
+        converger = Converger(s, full, self._tell_created)
         if self._releases:
             releases, self._releases = self._releases, []
             for i, release in enumerate(releases):
@@ -343,10 +347,19 @@ class KeystoneObjectWorkflow:
             }
         await self._send(converger.id_changed, results, observed)
 
+    async def _tell_created(self) -> None:
+        """Called by the step between a user's create and its password: tell every watcher its ID now."""
+        if patches.patched(PATCH_TOLD_BEFORE_PASSWORD):
+            await self._tell_watchers(True)
+            self._told_id = self.st.id
+
     async def _send(
         self, changed: bool, results: dict[str, ObjectResult], observed: Converger | None
     ) -> None:
         """A step's messages: news to its dependents, answers to its claimants, the sweep's report."""
+        told, self._told_id = self._told_id, None
+        if told is not None and told == self.st.id:
+            changed = False  # told already, right after the create (_tell_created): only new ones now
         if not patches.patched(PATCH_TELL_LOCAL):
             await self._tell_watchers(changed)
             await self._answer(results)
