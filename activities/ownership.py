@@ -219,18 +219,23 @@ async def policy(request: ObjectKey) -> Policy:
     return policy_for(request, await asyncio.to_thread(controller_paths))
 
 
+async def _signal_running(workflow_id: str, signal: str, arg: object) -> bool:
+    """Signal a workflow; False when it is not running (NOT_FOUND), a transient error otherwise."""
+    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(workflow_id)
+    try:
+        await handle.signal(signal, arg)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise transient(f"cannot reach the workflow of {workflow_id}: {err.status.name}") from None
+    return True
+
+
 @implements_async(own.ANSWER)
 async def answer(request: Answer) -> bool:
     """Signal a claimant's workflow its object's result; False when that workflow is not running. A retry
     may deliver it twice: the claimant keeps the latest result per object, so a repeat changes nothing."""
-    handle: WorkflowHandle[object, object] = activity.client().get_workflow_handle(request.workflow_id)
-    try:
-        await handle.signal(own.SIGNAL_OBJECT_RESULT, request.result)
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise transient(f"cannot reach the workflow of {request.workflow_id}: {err.status.name}") from None
-    return True
+    return await _signal_running(request.workflow_id, own.SIGNAL_OBJECT_RESULT, request.result)
 
 
 @implements_async(own.TELL)
@@ -238,18 +243,9 @@ async def tell_watchers(request: Tell) -> Told:
     """Signal every watcher its parent's news at once: whom it reached, and the watchers whose workflows
     are not running. A retry may tell one twice: a dependent keeps its parent's latest answer, so a repeat
     costs it at most a step that changes nothing."""
-    client = activity.client()
-
-    async def tell(workflow_id: str) -> bool:
-        try:
-            await client.get_workflow_handle(workflow_id).signal(own.SIGNAL_PARENT_READY, request.ready)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise transient(f"cannot reach the workflow of {workflow_id}: {err.status.name}") from None
-        return True
-
-    reached = await asyncio.gather(*(tell(w) for w in request.watchers))
+    reached = await asyncio.gather(
+        *(_signal_running(w, own.SIGNAL_PARENT_READY, request.ready) for w in request.watchers)
+    )
     pairs = list(zip(request.watchers, reached, strict=True))
     return Told(told=[w for w, ok in pairs if ok], gone=[w for w, ok in pairs if not ok])
 
