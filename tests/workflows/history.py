@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +19,25 @@ LABELLED = {
     EventType.EVENT_TYPE_MARKER_RECORDED: "local activity",
 }
 LOCAL_ACTIVITY_MARKER = "core_local_activity"  # the other markers (patches) are not on the timeline
+
+
+def local_activity(event: HistoryEvent) -> tuple[str, Any] | None:
+    """(activity type, JSON result) of a local activity's marker; None for any other event."""
+    if (
+        event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED
+        or event.marker_recorded_event_attributes.marker_name != LOCAL_ACTIVITY_MARKER
+    ):
+        return None
+    details = event.marker_recorded_event_attributes.details
+    name = json.loads(details["data"].payloads[0].data)["activity_type"]
+    data = details["result"].payloads[0].data if "result" in details else b""
+    result = json.loads(data) if data else None  # a None result is an empty binary/null payload
+    return name, result
+
+
+def local_activity_results(events: Iterable[HistoryEvent], name: str) -> list[Any]:
+    """The results of the local activities named `name`, in the order of their markers."""
+    return [la[1] for la in map(local_activity, events) if la is not None and la[0] == name]
 
 
 @dataclass(frozen=True)

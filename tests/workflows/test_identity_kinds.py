@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -13,6 +12,7 @@ from osprov.api import sweep as sw
 from osprov.api.messages import SIGNAL_SECRET_CHANGED, SecretChanged
 from osprov.api.ownership import ObjectKey
 from tests.workflows.harness import Harness, eventually
+from tests.workflows.history import local_activity_results
 
 USER = {"name": "cinder", "domain": "service", "passwordSecret": {"name": "cinder-pw"}}
 
@@ -140,11 +140,7 @@ async def test_a_new_users_grants_hear_of_it_before_its_password_is_set(h: Harne
     for e in history.events:
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             steps.append(e.activity_task_scheduled_event_attributes.activity_type.name)
-        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            data = e.marker_recorded_event_attributes.details["data"].payloads[0].data
-            if own.TELL.name.encode() in data:
-                told = json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)
-                steps.append(f"tell {len(told['told'])}")
+        steps += [f"tell {len(told['told'])}" for told in local_activity_results([e], own.TELL.name)]
     after_create = steps[steps.index(io.CREATE.name) + 1 :]
     assert after_create[:2] == ["tell 1", io.SET_PASSWORD.name], steps  # before: the password first
     assert "tell 1" not in after_create[2:], steps  # told once of its ID

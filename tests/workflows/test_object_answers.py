@@ -15,7 +15,7 @@ from temporalio.client import WorkflowExecutionStatus
 from osprov.api import ownership as own
 from osprov.api.ownership import ObjectKey
 from tests.workflows.harness import Harness, eventually
-from tests.workflows.history import LOCAL_ACTIVITY_MARKER
+from tests.workflows.history import LOCAL_ACTIVITY_MARKER, local_activity
 
 
 def _local_activities(events: Any) -> list[str]:
@@ -70,7 +70,8 @@ async def test_a_new_objects_answer_is_a_local_activity_not_a_signal_of_its_own(
     # The answer and the step's sweep report are the step's last markers, sent together (patch
     # keystone-watchers-told-local) after the create's completion woke it (a loaded machine may split a
     # task's local activities into several; the signal's own events and the task they woke are what went).
-    last = sorted(m.split('"activity_type":"')[1].split('"')[0] for m in _local_activities(events)[-2:])
+    names = [la[0] for la in map(local_activity, events) if la is not None]
+    last = sorted(names[-2:])
     assert last == sorted([own.ANSWER.name, "ownership.sweep_report"]), _timeline(events)
 
 

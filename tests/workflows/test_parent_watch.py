@@ -12,7 +12,6 @@ signal anyway.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -26,6 +25,7 @@ from osprov.api import sweep as sw
 from osprov.api.ownership import ObjectKey, Watch
 from osprov.workflows.keystone import parents
 from tests.workflows.harness import Harness, eventually
+from tests.workflows.history import local_activity_results
 
 DOMAIN = ObjectKey(kind="domain", name="service")
 
@@ -44,10 +44,8 @@ async def answers_sent(h: Harness, workflow_id: str) -> list[str]:
             sent.append(
                 e.signal_external_workflow_execution_initiated_event_attributes.workflow_execution.workflow_id
             )
-        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            details = e.marker_recorded_event_attributes.details
-            if "data" in details and own.TELL.name.encode() in details["data"].payloads[0].data:
-                sent += json.loads(details["result"].payloads[0].data)["told"]
+        for told in local_activity_results([e], own.TELL.name):
+            sent += told["told"]
     return sent
 
 
@@ -310,12 +308,7 @@ async def test_a_parent_that_appears_tells_its_waiting_dependents_in_one_local_a
         if e.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
     ]
     assert signals == []  # before: a parent-ready signal command per project, one after the other
-    told = [
-        json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)["told"]
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and own.TELL.name.encode() in e.marker_recorded_event_attributes.details["data"].payloads[0].data
-    ]
+    told = [t["told"] for t in local_activity_results(history.events, own.TELL.name)]
     assert sorted(told[-1]) == sorted([p1, p2])  # the news that it exists: one activity told both
 
 
@@ -343,13 +336,8 @@ async def test_a_watch_for_the_object_the_run_holds_is_told_without_a_step(h: Ha
 
     async def told() -> bool:
         history = await domain.fetch_history()
-        return any(
-            "a-dependent-now-gone"
-            in json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)["gone"]
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-            and own.TELL.name.encode() in e.marker_recorded_event_attributes.details["data"].payloads[0].data
-        )
+        tells = local_activity_results(history.events, own.TELL.name)
+        return any("a-dependent-now-gone" in t["gone"] for t in tells)
 
     await eventually(told, "the watcher told (its workflow is gone, so it is forgotten)")
     after: Any = await domain.query(own.QUERY_OBJECT)
