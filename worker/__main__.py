@@ -18,8 +18,7 @@ import temporalio.activity
 import temporalio.workflow
 from temporalio.client import Client
 from temporalio.service import RPCError
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import Worker
 
 from osprov.runtime import health as health_server
 from osprov.runtime import logs
@@ -29,6 +28,7 @@ from osprov.runtime.temporal import TransportConfigError, connect
 from osprov.worker import schedules
 from osprov.worker.health import PollerHealth
 from osprov.worker.interceptor import LogContextInterceptor
+from osprov.worker.runner import workflow_runner
 
 
 def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecutor) -> Worker:
@@ -50,7 +50,7 @@ def build_worker(client: Client, settings: Settings, executor: ThreadPoolExecuto
         # A workflow's next task goes to the worker that has it cached; if that worker died, the task moves
         # to the shared queue after this (the default 10 s would dominate recovery from a kill -9).
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
-        workflow_runner=workflow_runner(settings.workflow_runner),
+        workflow_runner=workflow_runner(settings.workflow_runner, client.data_converter),
     )
 
 
@@ -61,20 +61,6 @@ def activity_polls(threads: int) -> int:
     instead of a trip through matching; docs/benchmarks.md). A quarter of the slots keeps polling for the
     activities eager execution does not bring (retries, other workers' workflows) and leaves the rest free."""
     return max(1, threads // 4)
-
-
-def workflow_runner(kind: str) -> WorkflowRunner:
-    """The sandbox protects replay from non-deterministic calls; re-importing osprov's modules into it for
-    every workflow run costs a large share of the worker's CPU (docs/benchmarks.md). Those modules import
-    nothing non-deterministic (tests/test_layers.py), so by default they are passed through."""
-    if kind == "none":
-        return UnsandboxedWorkflowRunner()
-    if kind == "sandbox":
-        return SandboxedWorkflowRunner()
-    if kind != "passthrough":
-        raise ValueError(f"OSPROV_WORKFLOW_RUNNER must be passthrough, sandbox or none, not {kind!r}")
-    restrictions = SandboxRestrictions.default.with_passthrough_modules("osprov", "pydantic", "pydantic_core")
-    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 async def run(settings: Settings) -> int:
