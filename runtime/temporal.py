@@ -5,11 +5,17 @@ over TLS/mTLS and with an API key when configured (OSPROV_TEMPORAL_TLS*, OSPROV_
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    EncodingPayloadConverter,
+)
 from temporalio.service import TLSConfig
 
 from osprov.runtime import logs, metrics
@@ -21,13 +27,34 @@ class TransportConfigError(ValueError):
     """The connection settings contradict each other or name unreadable files (never echoes secrets)."""
 
 
+@functools.cache
+def _pydantic_converters() -> tuple[EncodingPayloadConverter, ...]:
+    return tuple(PydanticPayloadConverter().converters.values())
+
+
+class SharedPydanticPayloadConverter(CompositePayloadConverter):
+    """temporalio's pydantic payload converter, its parts built once per process. The worker makes a
+    payload converter for every workflow run and every activation (the SDK's per-command data converter),
+    each with its own cache of pydantic TypeAdapters: shared, a run no longer rebuilds the adapters of
+    its types. The parts keep no state but that cache (a thread-safe functools.lru_cache); the payloads
+    are byte for byte those of `pydantic_data_converter` (tests/test_converter.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(*_pydantic_converters())
+
+
+PYDANTIC = dataclasses.replace(
+    pydantic_data_converter, payload_converter_class=SharedPydanticPayloadConverter
+)
+
+
 def data_converter(codec: AesGcmCodec | None = None) -> DataConverter:
     """pydantic JSON; with a codec, every payload and the failure messages/stack traces are encrypted."""
     codec = codec if codec is not None else codec_from_env()
     if codec is None:
-        return pydantic_data_converter
+        return PYDANTIC
     return dataclasses.replace(
-        pydantic_data_converter,
+        PYDANTIC,
         payload_codec=codec,
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
