@@ -2,9 +2,9 @@
 conversions' per-command context answered outside the sandbox when osprov's data converter has no use
 for one.
 
-Why (docs/benchmarks.md, "The worker's serialization contexts"): since temporalio 1.3x the worker asks
-the workflow instance for a serialization context, and an external-storage context, for every payload
-sequence of every activation and completion, several times over. The sandbox answers each by compiling
+Why (docs/architecture.md, "Serialization contexts answered outside the sandbox"): temporalio (1.35)
+asks the workflow instance for a serialization context, and an external-storage context, for every
+payload sequence of every activation and completion, several times over. The sandbox answers each by compiling
 and running a snippet inside it (~40 µs); a P1 profile found those calls at 18 % of the worker's CPU,
 five times the workflow code itself. osprov's converter (pydantic JSON, the AES-GCM codec, no external
 storage) returns itself for every context, so the answer "no context" converts every payload exactly

@@ -24,7 +24,7 @@ from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from osprov.runtime.codec import ENCODING, AesGcmCodec, parse_keys
-from osprov.runtime.temporal import data_converter
+from osprov.runtime.temporal import PYDANTIC, data_converter
 from osprov.worker.runner import (
     ContextFreeInstance,
     ContextFreeSandboxRunner,
@@ -37,8 +37,8 @@ from tests.workflows.conftest import test_server_path as server_path
 KEY = base64.b64encode(b"r" * 32).decode()  # a test key, used only here
 
 
-def codec() -> AesGcmCodec:
-    return AesGcmCodec(parse_keys(f"k1:{KEY}"), "k1")
+def codec(kind: type[AesGcmCodec] = AesGcmCodec) -> AesGcmCodec:
+    return kind(parse_keys(f"k1:{KEY}"), "k1")
 
 
 class ContextAwareCodec(AesGcmCodec, WithSerializationContext):
@@ -50,15 +50,14 @@ class ContextAwareCodec(AesGcmCodec, WithSerializationContext):
 
 @pytest.mark.parametrize("encrypted", [False, True])
 def test_osprovs_converter_gets_the_context_free_runner(encrypted: bool) -> None:
-    converter = data_converter(codec() if encrypted else None)
+    converter = data_converter(codec()) if encrypted else PYDANTIC
     assert context_free(converter)
     for kind in ("passthrough", "sandbox"):
         assert type(workflow_runner(kind, converter)) is ContextFreeSandboxRunner
 
 
 def test_a_converter_that_uses_contexts_keeps_the_sandboxs_answers() -> None:
-    aware = ContextAwareCodec(parse_keys(f"k1:{KEY}"), "k1")
-    converter = dataclasses.replace(data_converter(codec()), payload_codec=aware)
+    converter = dataclasses.replace(data_converter(codec()), payload_codec=codec(ContextAwareCodec))
     assert not context_free(converter)
     assert type(workflow_runner("passthrough", converter)) is SandboxedWorkflowRunner
 
@@ -75,7 +74,7 @@ def test_the_contexts_are_not_asked_of_the_sandbox() -> None:
 
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="OSPROV_WORKFLOW_RUNNER"):
-        workflow_runner("fast", data_converter(None))
+        workflow_runner("fast", PYDANTIC)
 
 
 def _payloads(history: WorkflowHistory) -> Sequence[Payload]:
