@@ -8,8 +8,10 @@ and mypy checks the argument and the result against the contract the activity im
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -20,6 +22,8 @@ with workflow.unsafe.imports_passed_through():
 
 In = TypeVar("In")
 Out = TypeVar("Out")
+A = TypeVar("A")
+B = TypeVar("B")
 
 # Transient failures (timeouts, 5xx, dropped connections) are retried here with backoff; everything
 # typed as not retryable comes straight back to the workflow, which decides (condition + durable timer).
@@ -85,3 +89,20 @@ async def call_local(
         summary=summary,
     )
     return result
+
+
+async def together(*calls: Awaitable[Any]) -> list[Any]:
+    """Run `calls` at once (their activities are scheduled in one activation, so one round instead of one
+    per call) and return their results in order. A failed one fails the whole once every one has ended:
+    none is left running behind the caller's retry."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        raise failed[0]
+    return list(results)
+
+
+async def both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """`together` for two calls of different result types."""
+    a, b = await together(first, second)
+    return a, b

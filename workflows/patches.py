@@ -125,6 +125,14 @@ IN_RELEASE_7: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_8 = "osprov-release-2026-12h"
+IN_RELEASE_8: frozenset[str] = frozenset(
+    {
+        "keystone-step-reads-together",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -134,6 +142,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_5, IN_RELEASE_5),
     (RELEASE_6, IN_RELEASE_6),
     (RELEASE_7, IN_RELEASE_7),
+    (RELEASE_8, IN_RELEASE_8),
 )
 
 

@@ -464,6 +464,19 @@ async def keystone_object_tells_without_step(h: Harness, _: str) -> str:
 SCENARIOS["KeystoneObject-tells-without-step"] = keystone_object_tells_without_step
 
 
+async def keystone_object_endpoint(h: Harness, _: str) -> str:
+    """A new endpoint's object: its service read from the memo, the policy read beside that watch, its region
+    beside its own lookup, then the region and the endpoint created (patch keystone-step-reads-together)."""
+    _seed(h)
+    await h.apply("Endpoint", SPECS["Endpoint"], name="replay", uid="replay-endpoint")
+    await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "endpoint ready")
+    key = ObjectKey(kind="endpoint", name="cinderv3", type="volumev3", region="RegionOne", interface="public")
+    return key.workflow_id(h.keystone, h.queue)
+
+
+SCENARIOS["KeystoneObject-endpoint"] = keystone_object_endpoint
+
+
 async def keystone_object_told_before_password(h: Harness, _: str) -> str:
     """A user's object with a grant waiting for it: the grant is told the user's ID between its create and
     its password (patch keystone-user-told-before-password)."""

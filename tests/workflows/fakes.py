@@ -5,6 +5,7 @@ They register under the real activity names, so the workflows under test are the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,9 @@ from osprov.api.kube_io import (
     WriteResult,
 )
 from tests.workflows.fakes_identity import FakeIdentities
+
+# How long a call named in FakeCloud.meet waits for the other one to start (real time, not the server's).
+MEET_WAIT_SECONDS = 2.0
 
 
 @dataclass
@@ -63,6 +67,12 @@ class FakeCloud:
     offered_images: set[str] = field(default_factory=set)
     # The tenancy mapping, Identities and application credentials (fakes_identity.py).
     identity: FakeIdentities = field(default_factory=FakeIdentities)
+    # Overlap probes: "<activity> <workflow ID>" -> the call it waits (up to MEET_WAIT_SECONDS) to see start;
+    # `met` records whether it did. Two local activities a workflow schedules at once meet; two in turn
+    # never do (the second is scheduled only once the first has returned). Finds are "keystone.find:<kind>".
+    meet: dict[str, str] = field(default_factory=dict)
+    met: dict[str, bool] = field(default_factory=dict)
+    _started: dict[str, asyncio.Event] = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def add(self, kind: str, **fields: Any) -> io.KeystoneObject:
@@ -80,6 +90,19 @@ class FakeCloud:
     def count(self, name: str) -> int:
         return sum(1 for c in self.calls if c == name)
 
+    async def _arrive(self, name: str) -> None:
+        """A call starts: tell whoever waits for it, and wait for the call `meet` names (the first time)."""
+        label = f"{name} {activity.info().workflow_id}"
+        self._started.setdefault(label, asyncio.Event()).set()
+        other = self.meet.get(label)
+        if other is None or label in self.met:
+            return
+        try:
+            await asyncio.wait_for(self._started.setdefault(other, asyncio.Event()).wait(), MEET_WAIT_SECONDS)
+            self.met[label] = True
+        except TimeoutError:
+            self.met[label] = False
+
     def _maybe_fail(self, name: str) -> None:
         kind = self.fail_next.pop(name, None)
         if kind:
@@ -92,6 +115,7 @@ class FakeCloud:
         async def find(req: io.Find) -> list[io.KeystoneObject]:
             cloud.calls.append(io.FIND.name)
             cloud.finds.append(req)
+            await cloud._arrive(f"{io.FIND.name}:{req.kind}")
             cloud._maybe_fail(io.FIND.name)
             want = req.effective_filters()
             return [
@@ -197,6 +221,7 @@ class FakeCloud:
         @activity.defn(name=own.POLICY.name)
         async def policy(req: own.ObjectKey) -> own.Policy:
             cloud.calls.append(own.POLICY.name)
+            await cloud._arrive(own.POLICY.name)
             return ownership.policy_for(req, cloud.controller)
 
         @activity.defn(name=own.CLAIM.name)
@@ -219,6 +244,7 @@ class FakeCloud:
                 raise errors.transient("cannot reach the workflow of the parent: INVALID_ARGUMENT")
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             cloud.watches.append(req)
+            await cloud._arrive(own.WATCH.name)
             if cloud.lose_watches > 0:
                 cloud.lose_watches -= 1
                 return None

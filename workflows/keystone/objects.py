@@ -18,7 +18,6 @@ slow timer, in case someone outside osprov creates it).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -31,11 +30,11 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.ownership import Claim, ObjectKey, ObjectResult, ObjectState, ParentReady, Release, Watch
     from osprov.api.sweep import Forget, Report, Swept
     from osprov.workflows import patches
-    from osprov.workflows.calls import call_local
+    from osprov.workflows.calls import both, call_local, together
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
     from osprov.workflows.keystone import actuators as act
     from osprov.workflows.keystone import binding
-    from osprov.workflows.keystone.converge import Converger
+    from osprov.workflows.keystone.converge import PATCH_READS_TOGETHER, Converger
     from osprov.workflows.keystone.parents import Parents, waiting_message
 
 MAX_PASSES_PER_RUN = 500
@@ -318,8 +317,16 @@ class KeystoneObjectWorkflow:
     async def _step(self) -> None:
         s = self.st
         full, self._full = self._full, False
-        if s.policy is None or full:
-            s.policy = await call_local(own.POLICY, s.key, summary=f"operator policy for {s.key}")
+        policy_due = s.policy is None or full
+        # A release decides with the policy, so a step that releases reads it first, as before.
+        together = (
+            policy_due
+            and not self._releases
+            and bool(s.claims or s.watchers)
+            and patches.patched(PATCH_READS_TOGETHER)
+        )
+        if policy_due and not together:
+            s.policy = await self._read_policy()
         converger = Converger(s, full, self._tell_created)
         if self._releases:
             releases, self._releases = self._releases, []
@@ -332,7 +339,11 @@ class KeystoneObjectWorkflow:
         if not s.claims and not s.watchers:
             await self._report(None)
             return
-        if not await self._parents_known():
+        if together:  # the policy beside the parents' watches: it is first used after them
+            known, s.policy = await both(self._parents_known(), self._read_policy())
+        else:
+            known = await self._parents_known()
+        if not known:
             return
         observed: Converger | None = converger
         try:
@@ -346,6 +357,11 @@ class KeystoneObjectWorkflow:
                 c.claimant.workflow_id: self._result(c, "error", failure_message(err)) for c in s.claims
             }
         await self._send(converger.id_changed, results, observed)
+
+    async def _read_policy(self) -> own.Policy:
+        s = self.st
+        policy: own.Policy = await call_local(own.POLICY, s.key, summary=f"operator policy for {s.key}")
+        return policy
 
     async def _tell_created(self) -> None:
         """Called by the step between a user's create and its password: tell every watcher its ID now."""
@@ -371,9 +387,7 @@ class KeystoneObjectWorkflow:
             messages.append(self._report(observed))
         # Together: one round of local activities instead of one after another (each round is a workflow
         # activation, ~50 ms on a busy worker). A failed one fails the step once all have ended.
-        failed = [r for r in await asyncio.gather(*messages, return_exceptions=True) if r is not None]
-        if failed:
-            raise failed[0]
+        await together(*messages)
 
     # ----- the sweep (drift detection without a timer per object) --------------------------------
     async def _report(self, converger: Converger | None) -> None:
