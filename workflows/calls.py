@@ -22,8 +22,6 @@ with workflow.unsafe.imports_passed_through():
 
 In = TypeVar("In")
 Out = TypeVar("Out")
-A = TypeVar("A")
-B = TypeVar("B")
 
 # Transient failures (timeouts, 5xx, dropped connections) are retried here with backoff; everything
 # typed as not retryable comes straight back to the workflow, which decides (condition + durable timer).
@@ -100,9 +98,3 @@ async def together(*calls: Awaitable[Any]) -> list[Any]:
     if failed:
         raise failed[0]
     return list(results)
-
-
-async def both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
-    """`together` for two calls of different result types."""
-    a, b = await together(first, second)
-    return a, b

@@ -1,8 +1,8 @@
 """A Keystone object's first reads in one round of local activities (patch keystone-step-reads-together).
 
-The policy is read beside the parents' watches, and a new endpoint's region beside the endpoint's own
-lookup. In turn, each read was an activation of its own on every new object's way to its create (~50 ms
-apiece on a busy worker, docs/benchmarks.md P1). The fake's overlap probe (FakeCloud.meet) tells the two
+The policy is read beside the object's own lookup, and so is a new endpoint's region. In turn, each read
+was an activation of its own on every new object's way to its create (~50-100 ms apiece on a busy worker,
+docs/benchmarks.md P1). The fake's overlap probe (FakeCloud.meet) tells the two
 apart: the first read waits for the other to start, which it does only when both were scheduled at once.
 """
 
@@ -27,14 +27,24 @@ def endpoint_ids(h: Harness, *interfaces: str) -> list[str]:
     ]
 
 
-async def test_a_new_project_reads_the_policy_beside_its_watch_of_the_domain(h: Harness) -> None:
+async def test_a_new_project_reads_the_policy_beside_its_own_lookup(h: Harness) -> None:
     dom = h.cloud.add("domain", name="service", enabled=True)
     project = object_id(h, ObjectKey(kind="project", domain="service", name="p1"))
-    h.cloud.meet = {f"{own.POLICY.name} {project}": f"{own.WATCH.name} {project}"}
+    h.cloud.meet = {f"{own.POLICY.name} {project}": f"{io.FIND.name}:project {project}"}
     await ready_project(h, "p1")
     assert h.cloud.met == {f"{own.POLICY.name} {project}": True}  # before: False (read in turn)
     [created] = h.cloud.of("project")
     assert created.fields["domain_id"] == dom.id
+
+
+async def test_a_new_domain_reads_the_policy_beside_its_own_lookup(h: Harness) -> None:
+    domain = object_id(h, ObjectKey(kind="domain", name="d1"))
+    h.cloud.meet = {f"{own.POLICY.name} {domain}": f"{io.FIND.name}:domain {domain}"}
+    await h.apply("Domain", {"name": "d1"})
+    await eventually(lambda: bool(h.cloud.statuses), "the domain's status")
+    assert h.cloud.met == {f"{own.POLICY.name} {domain}": True}  # before: False (read in turn)
+    assert [d.fields["name"] for d in h.cloud.of("domain")] == ["d1"]
+    assert h.last_ready()["status"] == "True"
 
 
 async def test_a_new_endpoint_reads_its_region_beside_its_own_lookup(h: Harness) -> None:

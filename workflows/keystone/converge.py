@@ -18,16 +18,17 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.errors import INVALID, NOT_FOUND
     from osprov.api.ownership import Claim, ObjectResult, ObjectState
     from osprov.workflows import patches
-    from osprov.workflows.calls import both, call, call_local
+    from osprov.workflows.calls import call, call_local, together
     from osprov.workflows.entity import ACTIVITY_FAILED, error_type
     from osprov.workflows.keystone import actuators as act
     from osprov.workflows.keystone import binding
 
 
-# A step's first reads go in one round of local activities: the operator's policy beside the parents'
-# watches (objects.py), and a new endpoint's region beside its own lookup (here). In turn, each round was
-# an activation of its own (~50 ms on a busy worker) on every new object's way to its create.
+# The object's own lookup goes in one round of local activities with the operator's policy (when the step
+# must read it: objects.py) and, for a new endpoint, its region. In turn, each round was an activation of
+# its own (~50-100 ms on a busy worker) on every new object's way to its create.
 PATCH_READS_TOGETHER = "keystone-step-reads-together"
+PolicyRead = Callable[[], Awaitable[own.Policy]]
 
 
 def _region(region: str) -> io.Find:
@@ -60,13 +61,11 @@ class Converger:
         policy = self.s.policy or own.Policy()
         return not policy.protected and (self.s.origin == "created" or policy.allowed)
 
-    async def run(self) -> dict[str, ObjectResult]:
+    async def run(self, read_policy: PolicyRead | None = None) -> dict[str, ObjectResult]:
+        """`read_policy`: the operator's policy is due this step; it is read beside the object's lookup."""
         s = self.s
         primary = binding.writer(s.claims)  # observers never write (workflows/keystone/binding.py)
-        if self._region_beside():  # a new endpoint: its region is read beside its own lookup
-            current, self.region_found = await both(self._observe(), self._find_region())
-        else:
-            current = await self._observe()
+        current = await self._first_reads(read_policy)
         if current is None and s.claims:
             maker = binding.creator(s.claims)
             if maker is None:  # everyone imports or observes: only someone outside osprov can create it
@@ -85,6 +84,26 @@ class Converger:
         return {c.claimant.workflow_id: self._answer(c, primary) for c in s.claims}
 
     # ----- observe and create ---------------------------------------------------------------------
+    async def _first_reads(self, read_policy: PolicyRead | None) -> dict[str, Any] | None:
+        """The object's own lookup, and beside it in one round of local activities the policy (when due)
+        and a new endpoint's region. In turn, each was an activation of its own before the create."""
+        side: list[Awaitable[None]] = []
+        if read_policy is not None:
+            side.append(self._take_policy(read_policy))
+        if self._region_beside():
+            side.append(self._take_region())
+        if not side:
+            return await self._observe()
+        first = await together(self._observe(), *side)
+        current: dict[str, Any] | None = first[0]
+        return current
+
+    async def _take_policy(self, read_policy: PolicyRead) -> None:
+        self.s.policy = await read_policy()
+
+    async def _take_region(self) -> None:
+        self.region_found = await self._find_region()
+
     async def _observe(self) -> dict[str, Any] | None:
         """The object's fields in Keystone now (None: absent); records the origin at the first sight."""
         s = self.s

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.ownership import Claim, ObjectKey, ObjectResult, ObjectState, ParentReady, Release, Watch
     from osprov.api.sweep import Forget, Report, Swept
     from osprov.workflows import patches
-    from osprov.workflows.calls import both, call_local, together
+    from osprov.workflows.calls import call_local, together
     from osprov.workflows.entity import ACTIVITY_FAILED, failure_message
     from osprov.workflows.keystone import actuators as act
     from osprov.workflows.keystone import binding
@@ -318,15 +318,18 @@ class KeystoneObjectWorkflow:
         s = self.st
         full, self._full = self._full, False
         policy_due = s.policy is None or full
-        # A release decides with the policy, so a step that releases reads it first, as before.
-        together = (
+        # The policy is first used by the converger's writes, so it is read beside the object's own lookup
+        # (converge.py PATCH_READS_TOGETHER). A release decides by it: a step that releases reads it first.
+        beside = (
             policy_due
             and not self._releases
             and bool(s.claims or s.watchers)
             and patches.patched(PATCH_READS_TOGETHER)
         )
-        if policy_due and not together:
+        if policy_due and not beside:
             s.policy = await self._read_policy()
+        if beside:
+            s.policy = None  # read again by the step that reaches the lookup (this one, unless it waits)
         converger = Converger(s, full, self._tell_created)
         if self._releases:
             releases, self._releases = self._releases, []
@@ -339,15 +342,11 @@ class KeystoneObjectWorkflow:
         if not s.claims and not s.watchers:
             await self._report(None)
             return
-        if together:  # the policy beside the parents' watches: it is first used after them
-            known, s.policy = await both(self._parents_known(), self._read_policy())
-        else:
-            known = await self._parents_known()
-        if not known:
+        if not await self._parents_known():
             return
         observed: Converger | None = converger
         try:
-            results = await converger.run()
+            results = await converger.run(self._read_policy if beside else None)
         except ACTIVITY_FAILED as err:
             observed = None
             if converger.parents_stale:
