@@ -222,6 +222,7 @@ class FakeCloud:
         async def policy(req: own.ObjectKey) -> own.Policy:
             cloud.calls.append(own.POLICY.name)
             await cloud._arrive(own.POLICY.name)
+            cloud._maybe_fail(own.POLICY.name)
             return ownership.policy_for(req, cloud.controller)
 
         @activity.defn(name=own.CLAIM.name)

@@ -78,3 +78,14 @@ async def test_an_unmanaged_endpoint_reads_no_region(h: Harness) -> None:
     await eventually(lambda: bool(h.cloud.statuses), "answered")
     assert h.cloud.of("endpoint") == [] and h.cloud.of("region") == []
     assert [f for f in h.cloud.finds if f.kind == "region"] == []  # it would never create one
+
+
+async def test_a_failed_policy_read_is_answered_as_an_error_and_retried_without_a_create(h: Harness) -> None:
+    h.cloud.fail_next[own.POLICY.name] = "Conflict"  # not retried by the activity policy: back to the loop
+    await h.apply("Role", {"name": "member"})
+    await eventually(lambda: bool(h.cloud.statuses), "failure reported")
+    assert h.last_ready()["status"] == "False" and "injected Conflict" in h.last_ready()["message"]
+    assert h.cloud.of("role") == []  # the lookup beside it ran; nothing was written without the policy
+    await h.sleep_settled(6)
+    await eventually(lambda: h.last_ready()["status"] == "True", "recovered on the retry timer")
+    assert len(h.cloud.of("role")) == 1
