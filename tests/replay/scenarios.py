@@ -465,8 +465,8 @@ SCENARIOS["KeystoneObject-tells-without-step"] = keystone_object_tells_without_s
 
 
 async def keystone_object_endpoint(h: Harness, _: str) -> str:
-    """A new endpoint's object: its service read from the memo, the policy read beside that watch, its region
-    beside its own lookup, then the region and the endpoint created (patch keystone-step-reads-together)."""
+    """A new endpoint's object: it watches its service, then reads itself, its policy and its region in one
+    round, then creates the region and itself (patch keystone-step-reads-together)."""
     _seed(h)
     await h.apply("Endpoint", SPECS["Endpoint"], name="replay", uid="replay-endpoint")
     await eventually(lambda: bool(h.cloud.statuses) and h.last_ready()["status"] == "True", "endpoint ready")

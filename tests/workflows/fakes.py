@@ -245,7 +245,6 @@ class FakeCloud:
                 raise errors.transient("cannot reach the workflow of the parent: INVALID_ARGUMENT")
             cloud.object_workflows.add(req.key.workflow_id(req.keystone, activity.info().task_queue))
             cloud.watches.append(req)
-            await cloud._arrive(own.WATCH.name)
             if cloud.lose_watches > 0:
                 cloud.lose_watches -= 1
                 return None
