@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import LoadBalancerState
     from osprov.workflows import patches
-    from osprov.workflows.calls import call
+    from osprov.workflows.calls import call, call_local
     from osprov.workflows.entity import Outcome, PassFailed, StatusBase
     from osprov.workflows.event_recorder import note
     from osprov.workflows.loadbalancer_decisions import (
@@ -70,6 +70,11 @@ PATCH_READ_AT_ONCE = "loadbalancer-read-at-once"
 # instead of two), and the first wait's "Provisioning" status write runs beside it; runs from before wait,
 # then read in a separate activity.
 PATCH_AWAIT_READS = "loadbalancer-await-reads-tree"
+# A pass's reads (R0 and the lookups and lists of P1, R1, R2) are local activities: one marker each, made in
+# the workflow task that asks for them, instead of an activity task and one more workflow task before the
+# write they decide. Writes stay ordinary activities (their intent is in history first). Runs from before
+# schedule the reads as activities.
+PATCH_READS_LOCAL = "loadbalancer-reads-local"
 MAX_STEPS_PER_PASS = (
     12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
 )
@@ -110,6 +115,10 @@ Reader = Callable[[Activity[Any, Any], Any, str], Awaitable[Any]]
 
 def _call(contract: Activity[Any, Any], arg: Any, what: str) -> Awaitable[Any]:
     return call(contract, arg, summary=what)
+
+
+def _call_local(contract: Activity[Any, Any], arg: Any, what: str) -> Awaitable[Any]:
+    return call_local(contract, arg, summary=what)
 
 
 def consistency(message: str) -> PassFailed:
@@ -376,7 +385,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         a = d.action
         if isinstance(a, io.ReadTopology):
             d = replace(d, action=self._guessing(a))
-        read = await self._read(obs, d, _call)
+        read = await self._read(obs, d, _call_local if patches.patched(PATCH_READS_LOCAL) else _call)
         if read is not None:
             if read.found is not None:
                 self._note_found(a, list(read.found))

@@ -133,6 +133,14 @@ IN_RELEASE_8: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_9 = "osprov-release-2026-12i"
+IN_RELEASE_9: frozenset[str] = frozenset(
+    {
+        "loadbalancer-reads-local",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -143,6 +151,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_6, IN_RELEASE_6),
     (RELEASE_7, IN_RELEASE_7),
     (RELEASE_8, IN_RELEASE_8),
+    (RELEASE_9, IN_RELEASE_9),
 )
 
 

@@ -22,7 +22,13 @@ from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
 from tests.workflows.harness import CONFIG, Harness, eventually, skip
-from tests.workflows.history import current_run, reads_as_sentence, scheduled_activities, timeline
+from tests.workflows.history import (
+    current_run,
+    local_activity_results,
+    reads_as_sentence,
+    scheduled_activities,
+    timeline,
+)
 
 FINALIZER = "octavia.osh.openstack.org/finalizer"
 HTTP = {
@@ -168,8 +174,34 @@ async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_s
     mutations = [m for m in env.o.mutations() if m.startswith("octavia.")]
     assert len(mutations) >= 4  # the load balancer, a pool, a listener, the members at least
     assert scheduled.count(io.AWAIT_TOPOLOGY.name) == len(mutations)
-    assert scheduled.count(io.READ_TOPOLOGY.name) == 1  # only the pass's first R0
+    assert io.READ_TOPOLOGY.name not in scheduled  # the pass's first R0 is a local activity
+    assert local_activity_results(events, io.READ_TOPOLOGY.name)  # ... and it is there
     assert io.AWAIT_LOAD_BALANCER.name not in scheduled
+
+
+async def test_R0_a_change_is_read_in_the_task_it_wakes_which_schedules_the_write(env: Env) -> None:
+    """A pass's reads are local activities (patch loadbalancer-reads-local): the member change's R0 read
+    runs inside the workflow task the change woke, and that same task schedules the PUT. Before: the read
+    was an activity task of its own, and a second workflow task scheduled the PUT."""
+    wf = await env.apply(with_listeners(HTTP))
+    await env.wait_reason("Provisioned")
+    changed = with_listeners(HTTP)
+    changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
+    await env.h.signal(wf, 2, changed, finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    assert [m.address for m in env.o.members[env.o.named(env.o.pools, env.name("http", "pool")).id]] == [
+        "10.0.0.12"
+    ]
+    events = (await current_run(env.h.env.client, wf.id)).events
+    signal = max(
+        i for i, e in enumerate(events) if e.HasField("workflow_execution_signaled_event_attributes")
+    )
+    after = events[signal:]
+    first = next(e for e in after if e.HasField("activity_task_scheduled_event_attributes"))
+    assert first.activity_task_scheduled_event_attributes.activity_type.name == io.REPLACE_MEMBERS.name
+    before_put = after[: after.index(first)]
+    assert local_activity_results(before_put, io.READ_TOPOLOGY.name)  # R0, read in the woken task
+    assert sum(e.HasField("workflow_task_completed_event_attributes") for e in before_put) == 1
 
 
 async def test_P3_each_wait_keeps_the_cadence_of_the_task_that_saw_octavia_busy(env: Env) -> None:
