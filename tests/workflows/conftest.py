@@ -91,7 +91,10 @@ async def h(tenv: WorkflowEnvironment) -> AsyncIterator[Harness]:
 
 # The one failure that is the test server's and not the code's: a run it strands (runstate.py) holds its
 # clock, and the test's next skip of server time waits in real time until the RPC gives up (seen in CI a
-# few times in ~1,600 tests × many runs; the stranding itself never reproduced on demand). The SDK gives a
+# few times in ~1,600 tests × many runs; the stranding itself never reproduced on demand). One cause that
+# was the harness's is gone: a run started while a test closed (a sweep shard's wake starting the lead)
+# stayed open, and its timer's workflow task, on a queue no worker polled any more, held the clock of a
+# later test (test_ownership.py's two users, 1 in 5 runs under load; Harness.close). The SDK gives a
 # test-service call 30 s; whichever end's deadline fires first names the failure: the client's ("Timeout
 # expired") or the server's, which resets the stream with CANCEL ("h2 protocol error: http2 error"; both
 # CANCELLED). test_held_clock.py holds the clock with an activity that does not end and checks the error. Such a test runs once more, always on a fresh server (the `tenv`

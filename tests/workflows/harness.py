@@ -130,10 +130,16 @@ class Harness:
     async def close(self) -> None:
         """Terminate what is still running, so no orphaned timer holds the module's test-server clock.
 
-        Only a settled run: a run terminated with an activity in flight holds the clock (runstate)."""
-        for workflow_id in self._workflow_ids():
-            if not (await runstate.settle(self.env, workflow_id, deadline_s=60)).closed:
-                await self.env.client.get_workflow_handle(workflow_id).terminate("test finished")
+        Only a settled run: a run terminated with an activity in flight holds the clock (runstate). And
+        until no run is new: a run settling here can start another (a sweep shard's wake starts the lead
+        sweep), which a list taken once missed. Left running, its timer fired in a later test's skip, its
+        workflow task waited on a queue no worker polls any more, and that held the clock for good."""
+        closed: set[str] = set()
+        while fresh := [w for w in self._workflow_ids() if w not in closed]:
+            for workflow_id in fresh:
+                if not (await runstate.settle(self.env, workflow_id, deadline_s=60)).closed:
+                    await self.env.client.get_workflow_handle(workflow_id).terminate("test finished")
+                closed.add(workflow_id)
 
     async def signal(
         self, handle: WorkflowHandle[Any, Any], generation: int, spec: dict[str, Any], **extra: Any
