@@ -39,6 +39,9 @@ class ClaimsState(KindState):
     # of claiming again (workflows/keystone/common.py _claim).
     late: str | None = None
     late_since: datetime | None = None
+    # The claims (digest) sent with `seq` and the desired state (fingerprint) they were sent for: answers
+    # to those very claims that come later on their own answer a pass too (common.py _claim).
+    sent: str | None = None
 
 
 class KeystoneState(ClaimsState):

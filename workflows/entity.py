@@ -133,6 +133,11 @@ class Entity(Generic[SpecT, KindT]):
         self._wake = False
         self._kick = False
         self.kicked = False  # this pass runs only because `kick` asked for it (nothing else is due)
+        # This pass was asked for by `kick` alone, no retry, resync or operator request being due; unlike
+        # `kicked`, also when the desired state is not applied yet (its last pass failed, e.g. waiting on a
+        # dependency). `pass_fingerprint` is the desired state's fingerprint this pass works on.
+        self.kick_only = False
+        self.pass_fingerprint = ""
         self._run_passes = 0
         self.ops = Ops(self)  # pause, reconcile-now, resync period, Events (workflows/operations.py)
         self.gate = Gate(self)  # approval of destructive steps (workflows/approval.py)
@@ -408,6 +413,8 @@ class Entity(Generic[SpecT, KindT]):
         # Resuming from a pause or a reconcile-requested-at annotation: one full pass now.
         forced = resumed or self.ops.requested(change)
         self.kicked = kicked and not (changed or retry_due or resync_due or forced)
+        self.kick_only = kicked and not (retry_due or resync_due or forced)
+        self.pass_fingerprint = fp
         if not (changed or retry_due or resync_due or kicked or forced):
             return None  # the desired-state fingerprint says nothing would change
         await self._reconcile(change, spec, fp, full=changed or resync_due or forced)

@@ -141,6 +141,14 @@ IN_RELEASE_9: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_10 = "osprov-release-2026-12j"
+IN_RELEASE_10: frozenset[str] = frozenset(
+    {
+        "keystone-answered-again",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -152,6 +160,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_7, IN_RELEASE_7),
     (RELEASE_8, IN_RELEASE_8),
     (RELEASE_9, IN_RELEASE_9),
+    (RELEASE_10, IN_RELEASE_10),
 )
 
 

@@ -610,3 +610,20 @@ async def domain_early_answer(h: Harness, _: str) -> str:
 
 
 SCENARIOS["Domain-early-answer"] = domain_early_answer
+
+
+async def endpoint_answered_again(h: Harness, _: str) -> str:
+    """An Endpoint applied before its service: its objects answer "waiting", then, once a Service made the
+    service, answer the same claims again, and those answers make it Ready with no second claim (patch
+    keystone-answered-again); then deleted."""
+    spec = SPECS["Endpoint"] | {"deletionPolicy": "delete"}
+    wf = await h.apply("Endpoint", spec, name="replay", uid="replay-answered-again", finalizers=[FINALIZER])
+    await eventually(lambda: bool(h.cloud.statuses), "the Endpoint waiting for its service")
+    await h.apply("Service", {"name": "cinderv3", "type": "volumev3"}, name="svc", uid="replay-svc")
+    await eventually(lambda: bool(h.cloud.of("endpoint")) and h.last_ready()["status"] == "True", "Ready")
+    await h.signal(wf, 1, spec, deleting=True, finalizers=[FINALIZER])
+    await wf.result()
+    return str(wf.id)
+
+
+SCENARIOS["Endpoint-answered-again"] = endpoint_answered_again

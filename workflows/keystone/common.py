@@ -53,6 +53,13 @@ PATCH_LATE_ANSWER_AWAITED = "keystone-late-answer-awaited"
 PATCH_LATE_ANSWER_WAKES = "keystone-late-answer-wakes"
 # An answer that arrived before the state existed is kept (KeystoneEntity.object_result); before, dropped.
 PATCH_EARLY_ANSWERS_KEPT = "keystone-early-answers-kept"
+# A pass that only an answer's arrival asked for, on the desired state whose claims went out last, takes
+# the objects' latest answers to those claims instead of claiming again. Before, a pass that had failed
+# (an object answered "waiting" for a dependency) left its desired state unapplied, so the pass the
+# object's next answer woke (the dependency appeared and the object made its object) claimed everything
+# again, and each object read itself once more to answer it: in the Cinder example the Endpoint, the last
+# resource Ready, waited ~0.2 s for that second round.
+PATCH_ANSWERED_AGAIN = "keystone-answered-again"
 
 Claims = dict[str, tuple[ObjectKey, Desired]]  # object path -> (key, what this resource declares)
 
@@ -202,12 +209,22 @@ class KeystoneEntity(Entity[SpecT, KindT]):
         ):
             k.late = k.late_since = None  # the late answers to these very claims came: they answer this pass
             return
+        sent = f"{fingerprint}|{self.pass_fingerprint}"
+        if (
+            self.kick_only
+            and not k.held
+            and k.sent == sent
+            and not self._unanswered(k.seq, list(wanted))
+            and patches.patched(PATCH_ANSWERED_AGAIN)
+        ):
+            return  # these very claims, answered again on their own (a dependency appeared): their answer
         if self._still_late(fingerprint, list(wanted)) and patches.patched(PATCH_LATE_ANSWER_AWAITED):
             self.set_step(f"waiting for the late answers of {', '.join(str(c.key) for c in claims)}")
             await self._await_answers(k.seq, list(wanted), what, fingerprint, sent=False)
             return
         k.held = False  # a claim lifts a hold (the object's claim handler does the same)
         k.seq += 1
+        k.sent = sent
         for path, (key, _) in wanted.items():
             k.claimed[path] = key
         self.set_step(f"claiming {', '.join(str(c.key) for c in claims)}")
