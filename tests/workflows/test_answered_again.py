@@ -4,8 +4,9 @@ workflows/keystone/common.py `_claim`).
 A resource whose object answered "waiting" (its dependency does not exist yet) failed its pass, so its
 desired state stayed unapplied. When the dependency appeared, the object made its object and answered the
 same claim again; the pass that answer woke counted as a change and claimed everything again, and each
-object read itself once more to answer. In the Cinder example (P1) the Endpoint, the last resource Ready,
-waited ~0.2 s for that second round (docs/benchmarks.md).
+object read itself once more to answer. In a Cinder example run (P1) whose endpoints' objects looked for
+their service before it existed, the Endpoint, the last resource Ready, waited ~0.2 s for that second
+round (docs/benchmarks.md).
 """
 
 from __future__ import annotations

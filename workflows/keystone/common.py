@@ -57,8 +57,9 @@ PATCH_EARLY_ANSWERS_KEPT = "keystone-early-answers-kept"
 # the objects' latest answers to those claims instead of claiming again. Before, a pass that had failed
 # (an object answered "waiting" for a dependency) left its desired state unapplied, so the pass the
 # object's next answer woke (the dependency appeared and the object made its object) claimed everything
-# again, and each object read itself once more to answer it: in the Cinder example the Endpoint, the last
-# resource Ready, waited ~0.2 s for that second round.
+# again, and each object read itself once more to answer it: in a Cinder example run whose endpoints'
+# objects looked for their service before it existed, the Endpoint, the last resource Ready, waited
+# ~0.2 s for that second round.
 PATCH_ANSWERED_AGAIN = "keystone-answered-again"
 
 Claims = dict[str, tuple[ObjectKey, Desired]]  # object path -> (key, what this resource declares)
