@@ -37,6 +37,7 @@ from tests.support.osprov import REPO, Osprov, admin_connection, run_osprov
 RENAMED_KEYS = {"name", "domain", "type", "region"}
 UNTOUCHED_KEYS = {"keystoneRef", "passwordSecret"}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CORES = len(os.sched_getaffinity(0))  # the cores this run's processes share
 
 
 def stack_env() -> StackEnv:
@@ -196,6 +197,39 @@ def service_cpu(name: str) -> float:
 def worker_cpu(osprov: Osprov) -> float:
     assert osprov.worker.popen is not None
     return cpu_seconds(osprov.worker.popen.pid)
+
+
+# The threads temporalio's Rust core (sdk-core) starts, by the name the kernel shows (`comm`, 15 bytes):
+# its tokio runtime, its workflow state machines and its host metrics. Every other thread of the worker
+# is a Python thread (the asyncio loop, the workflow and activity executors), named like the process.
+SDK_CORE_THREADS = ("tokio-rt-worker", "workflow-proces", "temporal-real-s")
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds of each live thread of a process, with its name."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return threads
+
+
+def worker_threads(osprov: Osprov) -> dict[int, tuple[str, float]]:
+    assert osprov.worker.popen is not None
+    return thread_cpu(osprov.worker.popen.pid)
+
+
+def sdk_core_share(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> float:
+    """The share of a worker's CPU between two `thread_cpu` readings spent on sdk-core's threads: Temporal's
+    own client-side work (polling, history and state machines, gRPC), whatever osprov's code does."""
+    spent = {tid: (name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()}
+    total = sum(cpu for _, cpu in spent.values())
+    core = sum(cpu for name, cpu in spent.values() if name in SDK_CORE_THREADS)
+    return core / total if total > 0 else 0.0
 
 
 def worker_peak_rss_mib(osprov: Osprov) -> float:
