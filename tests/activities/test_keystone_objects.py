@@ -193,6 +193,33 @@ def test_create_after_the_workflows_own_lookup_posts_at_once_and_a_retry_looks_f
     assert [p.id for p in admin.projects(name=name, domain_id=test_domain)] == [made.id]
 
 
+def test_a_region_created_after_the_workflows_lookup_is_adopted_from_keystones_409(
+    env: ActivityEnvironment,
+    admin: Identity,
+    cleanup: Cleanup,
+    monkeypatch: pytest.MonkeyPatch,
+    unique: str,
+) -> None:
+    """absent=True on a region (converge.py `_ensure_region`): a sibling endpoint made it between this
+    step's read and the POST, so Keystone refuses the POST (a region is keyed by its ID) and the create
+    returns that region after one lookup."""
+    region = f"absent-{unique}"
+    theirs = admin.create_region(id=region)
+    cleanup.add("region", theirs.id)
+    real_find = keystone._find
+    lookups: list[Find] = []
+
+    def counted(conn: Any, find: Find) -> list[KeystoneObject]:
+        lookups.append(find)
+        return real_find(conn, find)
+
+    monkeypatch.setattr(keystone, "_find", counted)
+    request = Create(kind="region", fields={"id": region}, find=Find(kind="region", name=region), absent=True)
+    got = env.run(keystone.create, request)
+    assert got.id == region and len(lookups) == 1  # the POST's 409, then one lookup
+    assert [r.id for r in admin.regions() if r.id == region] == [region]
+
+
 def test_a_service_created_after_the_workflows_lookup_is_adopted_not_twinned(
     env: ActivityEnvironment, cleanup: Cleanup, unique: str
 ) -> None:

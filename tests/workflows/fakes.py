@@ -37,6 +37,7 @@ class FakeCloud:
     objects: dict[str, dict[str, io.KeystoneObject]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     finds: list[io.Find] = field(default_factory=list)  # every keystone.find request, in order
+    creates: list[io.Create] = field(default_factory=list)  # every keystone.create request, in order
     drifted: list[str] = field(default_factory=list)  # object paths the sweep's scans found drifted
     statuses: list[dict[str, Any]] = field(default_factory=list)
     status_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)  # each resource's status now
@@ -127,6 +128,7 @@ class FakeCloud:
         @activity.defn(name=io.CREATE.name)
         async def create(req: io.Create) -> io.KeystoneObject:
             cloud.calls.append(io.CREATE.name)
+            cloud.creates.append(req)
             cloud._maybe_fail(io.CREATE.name)
             existing = await find(req.find)
             cloud.calls.pop()

@@ -89,3 +89,15 @@ async def test_a_failed_policy_read_is_answered_as_an_error_and_retried_without_
     await h.sleep_settled(6)
     await eventually(lambda: h.last_ready()["status"] == "True", "recovered on the retry timer")
     assert len(h.cloud.of("role")) == 1
+
+
+async def test_a_new_region_is_created_without_a_second_look_after_the_steps_own_read(h: Harness) -> None:
+    """The region's create follows this step's read of it: it posts at once (`absent`), Keystone's 409
+    adopting a sibling's region (tests/activities/test_keystone_objects.py). Before, it looked again."""
+    h.cloud.add("service", name="cinderv3", type="volumev3")
+    await h.apply("Endpoint", ENDPOINT)
+    await eventually(lambda: bool(h.cloud.statuses), "endpoints created")
+    region_creates = [c for c in h.cloud.creates if c.kind == "region"]
+    assert region_creates and all(c.absent for c in region_creates)  # before: absent=False
+    assert {r.fields["id"] for r in h.cloud.of("region")} == {"RegionOne"}
+    assert h.last_ready()["status"] == "True"

@@ -203,6 +203,9 @@ class Converger:
         return bool(found)
 
     async def _ensure_region(self) -> None:
+        """A region is keyed by its ID, so Keystone refuses a twin (409) and the create adopts the racer's
+        region (the sibling endpoints of a new region race this way). After this step's own read missed
+        it, the create POSTs without looking again (`absent`), as a unique-name object's create does."""
         region = self.key.region
         assert region is not None
         find = _region(region)
@@ -212,7 +215,7 @@ class Converger:
         if not found:
             await call_local(
                 io.CREATE,
-                io.Create(kind="region", fields={"id": region}, find=find),
+                io.Create(kind="region", fields={"id": region}, find=find, absent=True),
                 summary=f"create region {region}",
             )
 
