@@ -10,9 +10,10 @@
 
 Activities are sync functions run in the worker's thread pool. A keystoneauth session wraps a
 requests.Session, which is not documented as thread-safe, so connections are cached per thread (and per
-clouds.yaml file, cloud and scope or credential): each thread authenticates once and reuses its token until
-keystoneauth renews it. The settings are read from the environment on every call, so a changed OS_CLOUD /
-OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones. An
+clouds.yaml file, cloud and scope or credential). The controller's own connections (admin and project)
+share one keystoneauth auth plugin per scope across threads: keystoneauth fetches and renews a plugin's
+token under the plugin's lock, so the worker logs in once per scope, not once per thread. The settings
+are read from the environment on every call, so a changed OS_CLOUD / OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones. An
 Identity's connection is cached by its Secret's version: a rotated credential is a new Secret version,
 hence a new connection, with no restart.
 
@@ -57,6 +58,7 @@ DEFAULT_API_TIMEOUT_SECONDS = 10.0
 MAX_PROVIDER_DETAIL = 300
 # Project-scoped and Identity connections kept per thread, each (least recently used ones are dropped).
 MAX_PROJECT_CONNECTIONS_PER_THREAD = 64
+MAX_SHARED_AUTH = 256  # the controller's scopes whose token the threads share (least recently used go)
 # The keys of an Identity's Secret the activities read (activities/identity.py writes them).
 APP_CREDENTIAL_ID_KEY = "OS_APPLICATION_CREDENTIAL_ID"
 APP_CREDENTIAL_SECRET_KEY = "OS_APPLICATION_CREDENTIAL_SECRET"
@@ -103,6 +105,8 @@ class AuthEndpoint:
 
 
 _local = threading.local()
+_shared_auth: OrderedDict[Any, Any] = OrderedDict()  # scope key -> keystoneauth auth plugin
+_shared_auth_lock = threading.Lock()
 
 
 T = TypeVar("T")
@@ -216,9 +220,31 @@ def admin_connection() -> openstack.connection.Connection:
     key = settings
     conn = cache.get(key)
     if conn is None:
-        conn = openstack.connection.Connection(config=_cloud_region(settings))
+        conn = openstack.connection.Connection(config=_sharing_auth(("admin", key), _cloud_region(settings)))
         cache[key] = conn
     return conn
+
+
+def _sharing_auth(key: Any, region: Any) -> Any:
+    """`region` (a CloudRegion not yet in use) with the auth plugin every thread shares for `key`: its token,
+    once fetched, serves them all (keystoneauth's BaseIdentityPlugin.get_access holds the plugin's lock
+    while it fetches or renews one). Each thread still builds its own session around it."""
+    with _shared_auth_lock:
+        auth = _shared_auth.get(key)
+        if auth is None:
+            auth = _shared_auth[key] = region.get_auth()
+            while len(_shared_auth) > MAX_SHARED_AUTH:
+                _shared_auth.popitem(last=False)
+        else:
+            _shared_auth.move_to_end(key)
+    region._auth = auth  # what CloudRegion.get_session() builds the session around
+    return region
+
+
+def forget_shared_auth() -> None:
+    """Drop the shared auth plugins: the next connection of each scope logs in again (after a 401)."""
+    with _shared_auth_lock:
+        _shared_auth.clear()
 
 
 def project_connection(project_name: str, domain_name: str) -> openstack.connection.Connection:
@@ -230,7 +256,11 @@ def project_connection(project_name: str, domain_name: str) -> openstack.connect
     return _cached(
         "project",
         (settings, project_name, domain_name),
-        lambda: openstack.connection.Connection(config=_cloud_region(settings, scope)),
+        lambda: openstack.connection.Connection(
+            config=_sharing_auth(
+                ("project", settings, project_name, domain_name), _cloud_region(settings, scope)
+            )
+        ),
     )
 
 
@@ -381,10 +411,11 @@ def openstack_errors(
 
 
 def _forget_rejected_credentials(status: int | None) -> None:
-    """After a 401 drop this thread's connections, so the next attempt re-reads clouds.yaml (e.g. a
-    rotated controller password) instead of retrying the rejected credentials forever."""
+    """After a 401 drop this thread's connections and the shared auth plugins, so the next attempt re-reads
+    clouds.yaml (e.g. a rotated controller password) instead of retrying the rejected credentials forever."""
     if status == 401:
         close_thread_connections()
+        forget_shared_auth()
 
 
 def _provider_detail(details: object) -> str | None:

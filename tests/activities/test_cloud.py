@@ -31,6 +31,29 @@ def test_admin_connection_is_cached_per_thread(identity_stack: object) -> None:
     assert other and other[0] is not first
 
 
+def test_threads_share_the_controllers_token_one_login_per_scope(identity_stack: object) -> None:
+    """Each thread has its own connection but one login serves them all: the second thread's first call
+    presents the token Keystone issued to the first (before, each thread logged in: one token each)."""
+    cloud.forget_shared_auth()
+    first = cloud.admin_connection()
+    token = first.session.get_token()
+    me = first.current_user_id
+    assert token and me
+    seen: list[str | None] = []
+
+    def other_thread() -> None:
+        conn = cloud.admin_connection()
+        seen.append(conn.session.get_token())
+        conn.identity.get_user(me)  # a real call with it
+        cloud.close_thread_connections()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join(timeout=30)
+    assert seen == [token]
+    assert first.identity.get_user(me).id == me
+
+
 def test_project_connection_is_scoped_to_the_named_project_and_reuses_its_token(
     env: ActivityEnvironment, test_domain: str, unique: str
 ) -> None:
