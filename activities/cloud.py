@@ -13,9 +13,10 @@ requests.Session, which is not documented as thread-safe, so connections are cac
 clouds.yaml file, cloud and scope or credential). The controller's own connections (admin and project)
 share one keystoneauth auth plugin per scope across threads: keystoneauth fetches and renews a plugin's
 token under the plugin's lock, so the worker logs in once per scope, not once per thread. The settings
-are read from the environment on every call, so a changed OS_CLOUD / OS_CLIENT_CONFIG_FILE (tests, a reconfigured worker) yields new connections rather than stale ones. An
-Identity's connection is cached by its Secret's version: a rotated credential is a new Secret version,
-hence a new connection, with no restart.
+are read from the environment on every call, so a changed OS_CLOUD / OS_CLIENT_CONFIG_FILE (tests, a
+reconfigured worker) yields new connections rather than stale ones. An Identity's connection is cached
+by its Secret's version: a rotated credential is a new Secret version, hence a new connection, with no
+restart.
 
 Environment:
   OS_CLOUD                  cloud name in clouds.yaml (default "osprov-admin")
