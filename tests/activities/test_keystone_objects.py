@@ -157,6 +157,19 @@ def test_create_that_loses_a_race_adopts_the_winner_on_409(
         admin.delete_domain(winner.id, ignore_missing=True)
 
 
+def counted_lookups(monkeypatch: pytest.MonkeyPatch) -> list[Find]:
+    """Every lookup the activities make from now on (the real ones still run), in order."""
+    real_find = keystone._find
+    lookups: list[Find] = []
+
+    def counted(conn: Any, find: Find) -> list[KeystoneObject]:
+        lookups.append(find)
+        return real_find(conn, find)
+
+    monkeypatch.setattr(keystone, "_find", counted)
+    return lookups
+
+
 def test_create_after_the_workflows_own_lookup_posts_at_once_and_a_retry_looks_first(
     env: ActivityEnvironment,
     admin: Identity,
@@ -167,14 +180,7 @@ def test_create_after_the_workflows_own_lookup_posts_at_once_and_a_retry_looks_f
     """absent=True: the workflow's lookup just missed, so attempt 1 makes no second lookup (one Keystone
     request fewer per new object); attempt 2 may follow an attempt whose POST succeeded, so it looks first
     and returns that object instead of making a twin."""
-    real_find = keystone._find
-    lookups: list[Find] = []
-
-    def counted(conn: Any, find: Find) -> list[KeystoneObject]:
-        lookups.append(find)
-        return real_find(conn, find)
-
-    monkeypatch.setattr(keystone, "_find", counted)
+    lookups = counted_lookups(monkeypatch)
     name = f"absent-{unique}"
     request = Create(
         kind="project",
@@ -206,14 +212,7 @@ def test_a_region_created_after_the_workflows_lookup_is_adopted_from_keystones_4
     region = f"absent-{unique}"
     theirs = admin.create_region(id=region)
     cleanup.add("region", theirs.id)
-    real_find = keystone._find
-    lookups: list[Find] = []
-
-    def counted(conn: Any, find: Find) -> list[KeystoneObject]:
-        lookups.append(find)
-        return real_find(conn, find)
-
-    monkeypatch.setattr(keystone, "_find", counted)
+    lookups = counted_lookups(monkeypatch)
     request = Create(kind="region", fields={"id": region}, find=Find(kind="region", name=region), absent=True)
     got = env.run(keystone.create, request)
     assert got.id == region and len(lookups) == 1  # the POST's 409, then one lookup
