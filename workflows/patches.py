@@ -149,6 +149,14 @@ IN_RELEASE_10: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_11 = "osprov-release-2026-12k"
+IN_RELEASE_11: frozenset[str] = frozenset(
+    {
+        "keystone-absent-awaits-claim",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -161,6 +169,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_8, IN_RELEASE_8),
     (RELEASE_9, IN_RELEASE_9),
     (RELEASE_10, IN_RELEASE_10),
+    (RELEASE_11, IN_RELEASE_11),
 )
 
 

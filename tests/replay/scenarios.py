@@ -627,3 +627,20 @@ async def endpoint_answered_again(h: Harness, _: str) -> str:
 
 
 SCENARIOS["Endpoint-answered-again"] = endpoint_answered_again
+
+
+async def keystone_object_absent_awaits_claim(h: Harness, _: str) -> str:
+    """A service's object started by its endpoint's watch, before the Service's claim: found absent, it
+    waits for the claim instead of telling the endpoint "absent", then makes the service and tells it
+    (patch keystone-absent-awaits-claim)."""
+    h.cloud.hold_claims = 1
+    await h.apply("Service", {"name": "cinderv3", "type": "volumev3"}, name="svc", uid="replay-svc")
+    await eventually(lambda: len(h.cloud.held) == 1, "the Service's claim, held")
+    await h.apply("Endpoint", SPECS["Endpoint"], name="replay", uid="replay-absent-awaits-claim")
+    await eventually(lambda: any(f.kind == "service" for f in h.cloud.finds), "the service looked up")
+    await h.deliver_held()
+    await eventually(lambda: bool(h.cloud.of("endpoint")) and h.last_ready()["status"] == "True", "Ready")
+    return ObjectKey(kind="service", name="cinderv3", type="volumev3").workflow_id(h.keystone, h.queue)
+
+
+SCENARIOS["KeystoneObject-absent-awaits-claim"] = keystone_object_absent_awaits_claim

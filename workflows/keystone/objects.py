@@ -69,6 +69,15 @@ TELL_LOCAL_MAX = 16
 # A user made now is told to its dependents (its grants) before its password is set: they need its ID,
 # and Keystone takes ~0.2 s to hash a password, which the grants waited for on the dependency chain.
 PATCH_TOLD_BEFORE_PASSWORD = "keystone-user-told-before-password"
+# An object that no resource claims yet, found absent, waits this long for a claim before it tells its new
+# watchers "absent". A bundle applied at once (a Service and its Endpoints, a Role and its RoleAssignments)
+# starts the parent's workflow from the dependents' watches, often before the parent resource's claim
+# arrives: told "absent", each dependent answered "does not exist" (its resource wrote Ready=False and a
+# Warning event) and was answered again a moment later. In a third of the P1 runs read (docs/benchmarks.md)
+# this cascade cost 2-7 workflow tasks of the resources alone. A parent no resource declares is still
+# reported, this much later.
+PATCH_ABSENT_AWAITS_CLAIM = "keystone-absent-awaits-claim"
+ABSENT_CLAIM_GRACE = timedelta(seconds=3)
 
 
 @workflow.defn(name=own.WORKFLOW_TYPE)
@@ -372,6 +381,8 @@ class KeystoneObjectWorkflow:
         self, changed: bool, results: dict[str, ObjectResult], observed: Converger | None
     ) -> None:
         """A step's messages: news to its dependents, answers to its claimants, the sweep's report."""
+        if await self._claimed_within_grace():
+            return  # the step the claim wakes tells the new watchers what it finds or makes
         told, self._told_id = self._told_id, None
         if told is not None and told == self.st.id:
             changed = False  # told already, right after the create (_tell_created): only new ones now
@@ -387,6 +398,24 @@ class KeystoneObjectWorkflow:
         # Together: one round of local activities instead of one after another (each round is a workflow
         # activation, ~50 ms on a busy worker). A failed one fails the step once all have ended.
         await together(*messages)
+
+    async def _claimed_within_grace(self) -> bool:
+        """True when a claim (or a release) came within ABSENT_CLAIM_GRACE of a step that found this
+        unclaimed object absent with watchers not yet told: "absent" is not sent (the claim's step tells)."""
+        s = self.st
+        if s.present or s.claims or self._releases or not self._new_watchers:
+            return False
+        if not patches.patched(PATCH_ABSENT_AWAITS_CLAIM):
+            return False
+        try:
+            await workflow.wait_condition(
+                lambda: bool(s.claims or self._releases),
+                timeout=ABSENT_CLAIM_GRACE,
+                timeout_summary=f"a resource's claim of {s.key} before its dependents hear it is absent",
+            )
+        except TimeoutError:
+            return False
+        return True
 
     # ----- the sweep (drift detection without a timer per object) --------------------------------
     async def _report(self, converger: Converger | None) -> None:
