@@ -73,9 +73,9 @@ PATCH_TOLD_BEFORE_PASSWORD = "keystone-user-told-before-password"
 # watchers "absent". A bundle applied at once (a Service and its Endpoints, a Role and its RoleAssignments)
 # starts the parent's workflow from the dependents' watches, often before the parent resource's claim
 # arrives: told "absent", each dependent answered "does not exist" (its resource wrote Ready=False and a
-# Warning event) and was answered again a moment later. In a third of the P1 runs read (docs/benchmarks.md)
-# this cascade cost 2-7 workflow tasks of the resources alone. A parent no resource declares is still
-# reported, this much later.
+# Warning event) and was answered again a moment later: in 3 of 6 Cinder example runs on the local stack,
+# up to 4 more workflow tasks of the resources (docs/benchmarks.md). A parent no resource declares is still
+# reported absent, this much later.
 PATCH_ABSENT_AWAITS_CLAIM = "keystone-absent-awaits-claim"
 ABSENT_CLAIM_GRACE = timedelta(seconds=3)
 
