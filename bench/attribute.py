@@ -8,8 +8,9 @@ Record the worker during a benchmark with py-spy (not a dependency of osprov; `p
 `python -m bench.attribute worker.spy` prints each owner's share. A sample belongs to the innermost frame
 that is not the standard library, up to the event loop or pool thread that runs it: temporalio's Python
 layer, osprov's own modules, the OpenStack and Kubernetes clients, the HTTP stack under them, pydantic.
-What only the standard library ran (asyncio's loop, thread pools) is its own line. The Rust core's threads (sdk-core) are never in such a profile:
-`bench.identity_common.sdk_core_share` measures them from /proc.
+What only the standard library ran (asyncio's loop, thread pools) is its own line. The Rust core's
+threads (sdk-core) are never in such a profile: `bench.identity_common.sdk_core_share` measures them
+from /proc.
 """
 
 from __future__ import annotations

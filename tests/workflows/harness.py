@@ -197,6 +197,10 @@ class Harness:
             h.id: by_uid[h.id.rsplit("/", 1)[1]] for h in self.started if h.id.rsplit("/", 1)[1] in by_uid
         }
 
+    def ready_of(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+        """The Ready condition one started resource's status holds now ({} before its first status)."""
+        return self.written.get(handle.id, {}).get("conditions", [{}])[0]  # type: ignore[no-any-return]
+
     def last_ready(self) -> dict[str, Any]:
         assert self.cloud.statuses, "no status written"
         return self.cloud.statuses[-1]["conditions"][0]  # type: ignore[no-any-return]

@@ -10,8 +10,6 @@ reported absent, ABSENT_CLAIM_GRACE later.
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio.api.enums.v1 import EventType
 
 from osprov.api import ownership as own
@@ -42,10 +40,6 @@ async def _parent_news(h: Harness, kind: str) -> list[ParentReady]:
     return news
 
 
-def _status(h: Harness, wf: Any) -> dict[str, Any]:
-    return h.written.get(wf.id, {}).get("conditions", [{}])[0]
-
-
 async def test_a_claim_within_the_grace_keeps_absent_from_the_dependents(h: Harness) -> None:
     h.cloud.hold_claims = 1  # the Service resource's claim reaches its object after the endpoint's watch
     await h.apply("Service", SERVICE, name="svc")
@@ -56,7 +50,7 @@ async def test_a_claim_within_the_grace_keeps_absent_from_the_dependents(h: Harn
     )
     await h.deliver_held()
 
-    await eventually(lambda: _status(h, endpoint).get("status") == "True", "the Endpoint Ready")
+    await eventually(lambda: h.ready_of(endpoint).get("status") == "True", "the Endpoint Ready")
     [service] = h.cloud.of("service")
     news = await _parent_news(h, "endpoint")
     assert news and all(n.present and n.id == service.id for n in news), news  # before: absent first
@@ -66,7 +60,7 @@ async def test_a_claim_within_the_grace_keeps_absent_from_the_dependents(h: Harn
 
 async def test_a_parent_nobody_claims_is_reported_absent_after_the_grace(h: Harness) -> None:
     endpoint = await h.apply("Endpoint", ENDPOINT, name="ep")
-    await eventually(lambda: _status(h, endpoint).get("status") == "False", "the Endpoint waiting")
-    assert "does not exist" in _status(h, endpoint)["message"], _status(h, endpoint)
+    await eventually(lambda: h.ready_of(endpoint).get("status") == "False", "the Endpoint waiting")
+    assert "does not exist" in h.ready_of(endpoint)["message"], h.ready_of(endpoint)
     assert [n.present for n in await _parent_news(h, "endpoint")] == [False]
     assert not h.cloud.of("endpoint")

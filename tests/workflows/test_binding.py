@@ -21,9 +21,7 @@ def writes(h: Harness) -> int:
 
 
 async def reason(h: Harness, wf: Any, wanted: str) -> dict[str, Any]:
-    await eventually(
-        lambda: h.written.get(wf.id, {}).get("conditions", [{}])[0].get("reason") == wanted, wanted
-    )
+    await eventually(lambda: h.ready_of(wf).get("reason") == wanted, wanted)
     return await ready(h, wf)
 
 
