@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import kubernetes
@@ -105,7 +107,11 @@ class ReadyWatch:
                 version = None  # the watch's resourceVersion expired: list again
 
 
-def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str, Any]]:
+def run_osprov_side(
+    count: int, threads: int, tag: str, window: Callable[[], AbstractContextManager[Any]] = nullcontext
+) -> tuple[float, dict[str, Any]]:
+    """`window`: entered around the timed part alone, from the first apply to the last Ready (a profiler's
+    recording: bench/server_profile.py)."""
     env = stack_env()
     with osprov_via_proxy(env, resync_seconds=3600, threads=threads) as (osprov, proxy):
         domain = f"scale-{tag}"
@@ -119,7 +125,7 @@ def run_osprov_side(count: int, threads: int, tag: str) -> tuple[float, dict[str
         temporal0, keystone0, kube0, db0 = (
             service_cpu(s) for s in ("temporal", "keystone", "kube", "mariadb")
         )
-        with ReadyWatch(osprov) as ready:
+        with window(), ReadyWatch(osprov) as ready:
             start = time.monotonic()
             for i in range(count):
                 kind = KINDS[i % 2]

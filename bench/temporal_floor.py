@@ -27,7 +27,9 @@ import asyncio
 import resource
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -138,9 +140,15 @@ class FloorResource:
         )
 
 
-async def run_floor_side(count: int, tag: str, ownership: bool = False) -> tuple[float, dict[str, Any]]:
+async def run_floor_side(
+    count: int,
+    tag: str,
+    ownership: bool = False,
+    window: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> tuple[float, dict[str, Any]]:
     """`count` resources as FloorResource workflows, or with `ownership` as FloorClaimant workflows (each
-    starting its FloorObject): seconds until every resource's workflow has its object's ID."""
+    starting its FloorObject): seconds until every resource's workflow has its object's ID. `window`:
+    entered around that timed part alone (a profiler's recording: bench/server_profile.py)."""
     env = stack_env()
     domain = identity(env).create_domain(name=f"floor-{tag}")
     client = await Client.connect(env.temporal_address, namespace=env.temporal_namespace)
@@ -157,18 +165,19 @@ async def run_floor_side(count: int, tag: str, ownership: bool = False) -> tuple
             activity_executor=threads,
             workflow_runner=UnsandboxedWorkflowRunner(),
         ):
-            start = time.monotonic()
-            handles = [
-                await client.start_workflow(
-                    "FloorClaimant" if ownership else "FloorResource",
-                    [KINDS[i % 2], f"{KINDS[i % 2].lower()}-{i}", str(domain.id)],
-                    id=f"floor/{tag}/{i}",
-                    task_queue=queue,
-                )
-                for i in range(count)
-            ]
-            await asyncio.gather(*(h.result() for h in handles))
-            elapsed = time.monotonic() - start
+            with window():
+                start = time.monotonic()
+                handles = [
+                    await client.start_workflow(
+                        "FloorClaimant" if ownership else "FloorResource",
+                        [KINDS[i % 2], f"{KINDS[i % 2].lower()}-{i}", str(domain.id)],
+                        id=f"floor/{tag}/{i}",
+                        task_queue=queue,
+                    )
+                    for i in range(count)
+                ]
+                await asyncio.gather(*(h.result() for h in handles))
+                elapsed = time.monotonic() - start
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     worker = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
     temporal = service_cpu("temporal") - temporal0
