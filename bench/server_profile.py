@@ -22,6 +22,7 @@ import bisect
 import functools
 import json
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -258,6 +259,8 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=400, help="identity resources per side")
     parser.add_argument("--hz", type=int, default=199, help="perf's sampling frequency")
     args = parser.parse_args()
+    if shutil.which("perf") is None:
+        parser.exit(2, "bench.server_profile needs Linux perf (Debian: apt install linux-perf)\n")
     print(table(profile_both(args.count, args.hz)))
 
 
