@@ -176,14 +176,18 @@ def _parents() -> dict[int, int]:
     return parents
 
 
+def service_pid(name: str) -> int:
+    """The PID the local stack recorded for a service (e.g. "temporal", "keystone")."""
+    return int(json.loads((stack_env().state_dir / "pids" / f"{name}.json").read_text())["pid"])
+
+
 def service_cpu(name: str) -> float:
     """CPU seconds of a local-stack service (e.g. "temporal", "keystone") from its recorded PID, with its
     running children (Keystone's uwsgi workers answer the requests, not its master)."""
-    record = json.loads((stack_env().state_dir / "pids" / f"{name}.json").read_text())
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
-    total, todo = 0.0, [int(record["pid"])]
+    total, todo = 0.0, [service_pid(name)]
     while todo:
         pid = todo.pop()
         try:

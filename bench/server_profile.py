@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import bisect
 import functools
-import json
 import re
 import shutil
 import signal
@@ -32,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.identity_common import cleanup_keystone, identity, service_cpu, stack_env, suffix
+from bench.identity_common import cleanup_keystone, identity, service_cpu, service_pid, stack_env, suffix
 from bench.identity_scale import run_osprov_side
 from bench.observe import poll_until
 from bench.temporal_floor import run_floor_side
@@ -192,10 +191,6 @@ def recording(pid: int, path: Path, hz: int) -> Iterator[None]:
             raise RuntimeError(f"perf record failed: {err.decode(errors='replace')[-500:]}")
 
 
-def _server_pid() -> int:
-    return int(json.loads((stack_env().state_dir / "pids" / "temporal.json").read_text())["pid"])
-
-
 @contextmanager
 def _window(pid: int, path: Path, hz: int, cpu: list[float]) -> Iterator[None]:
     """A side's timed part: recorded, with the server's CPU seconds before and after it in `cpu`."""
@@ -210,7 +205,7 @@ def profile_both(count: int, hz: int) -> dict[str, tuple[Counter[str], float]]:
     (or start) to its last Ready (or answer): per side, the samples' categories and the server's CPU ms
     per resource over that window."""
     symbols = GoSymbols(project_bin("temporal").resolve())
-    pid, ks = _server_pid(), identity(stack_env())
+    pid, ks = service_pid("temporal"), identity(stack_env())
     out: dict[str, tuple[Counter[str], float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for side in ("osprov", "ownership floor"):
