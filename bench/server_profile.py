@@ -102,12 +102,12 @@ def _elf_layout(data: bytes) -> tuple[dict[str, tuple[int, int, int]], list[tupl
     return sections, loads
 
 
-# A sample belongs to the RPC whose handler is outermost on its stack, else to the history-queue task
-# that runs it (visibility writes, transfer and timer tasks), else to the Go garbage collector.
+# A sample belongs to the RPC whose handler is outermost on its stack, else to the first of these its
+# stack runs (history-queue tasks, matching's backlog writes, the gRPC transport), else to the Go runtime.
 _RPC = re.compile(
     r"_(HistoryService|MatchingService|WorkflowService|AdminService|OperatorService)_(\w+)_Handler$"
 )
-QUEUE_TASKS: list[tuple[str, re.Pattern[str]]] = [
+BACKGROUND: list[tuple[str, re.Pattern[str]]] = [
     ("visibility: start", re.compile(r"visibilityQueueTaskExecutor\)\.processStartExecution")),
     ("visibility: upsert", re.compile(r"visibilityQueueTaskExecutor\)\.processUpsertExecution")),
     ("visibility: close", re.compile(r"visibilityQueueTaskExecutor\)\.processCloseExecution")),
@@ -132,7 +132,7 @@ def classify(frames: list[str]) -> str:
         rpc = _RPC.search(frame)
         if rpc:
             return f"{rpc.group(1)}.{rpc.group(2)}"
-    for name, pattern in QUEUE_TASKS:
+    for name, pattern in BACKGROUND:
         if any(pattern.search(f) for f in frames):
             return name
     if any("runtime.gcBgMarkWorker" in f for f in frames):
