@@ -32,7 +32,7 @@ from bench import (
     temporal_floor,
     volume,
 )
-from bench.report import RESULTS, Figure, print_figures, read, save
+from bench.report import RESULTS, Figure, print_figures, ratio_text, read, save
 from devenv.testing import provide_stack
 
 DOC = Path(__file__).parent.parent / "docs" / "benchmarks.md"
@@ -74,7 +74,7 @@ def markdown(figures: list[Figure], when: str) -> str:
             f.what,
             "-" if f.osprov_s is None else f"{f.osprov_s:.2f}",
             "-" if f.baseline_s is None else f"{f.baseline_s:.2f}",
-            "-" if f.ratio is None else f"{f.ratio:.2f}",
+            "-" if f.ratio is None else ratio_text(f.ratio),
             f.goal,
             {True: "yes", False: "**no**", None: "-"}[f.met],
             f"{f.load:.1f}",
