@@ -52,6 +52,7 @@ def cli_calls(docs: list[dict[str, Any]], passwords: dict[str, str]) -> list[lis
     for user in _named(docs, "User"):
         dom, name, project = user["domain"], user["name"], user["defaultProject"]
         proj, pdom = project["name"], project["domain"]
+        password = passwords[name]
         calls += [
             [
                 "domain",
@@ -63,22 +64,34 @@ def cli_calls(docs: list[dict[str, Any]], passwords: dict[str, str]) -> list[lis
                 pdom,
             ],
             [
-                *["project", "create", "--or-show", "--enable", "--description"],
-                *[projects[(proj, pdom)]["description"], "--domain", pdom, proj],
+                "project",
+                "create",
+                "--or-show",
+                "--enable",
+                "--description",
+                projects[(proj, pdom)]["description"],
+                "--domain",
+                pdom,
+                proj,
             ],
             [
-                *["user", "create", "--or-show", "--enable", "--domain", dom, "--project-domain", pdom],
-                *[
-                    "--project",
-                    proj,
-                    "--description",
-                    user["description"],
-                    "--password",
-                    passwords[name],
-                    name,
-                ],
+                "user",
+                "create",
+                "--or-show",
+                "--enable",
+                "--domain",
+                dom,
+                "--project-domain",
+                pdom,
+                "--project",
+                proj,
+                "--description",
+                user["description"],
+                "--password",
+                password,
+                name,
             ],
-            ["user", "set", "--password", passwords[name], "--domain", dom, name],
+            ["user", "set", "--password", password, "--domain", dom, name],
         ]
         scope = ["--user", name, "--user-domain", dom, "--project-domain", pdom, "--project", proj]
         for grant in _named(docs, "RoleAssignment"):
@@ -94,8 +107,14 @@ def cli_calls(docs: list[dict[str, Any]], passwords: dict[str, str]) -> list[lis
         calls += [
             ["service", "list", "-f", "csv"],
             [
-                *["service", "create", "--name", service["name"], "--description"],
-                *[service["description"], "--enable", service["type"]],
+                "service",
+                "create",
+                "--name",
+                service["name"],
+                "--description",
+                service["description"],
+                "--enable",
+                service["type"],
             ],
         ]
     for endpoint in _named(docs, "Endpoint"):

@@ -142,7 +142,7 @@ def cli_sequence(tag: str) -> list[list[str]]:
 
 def run_calls(env: StackEnv, calls: list[list[str]], may_fail: tuple[str, ...] = ()) -> float:
     """Run `openstack` once per call, one after another, as the jobs do; the wall time of all of them.
-    `may_fail`: commands ("region create") whose failure the job ignores (the object exists already)."""
+    `may_fail`: commands ("region create") allowed to fail because their object exists already."""
     cli_env = dict(os.environ) | env.env
     start = time.monotonic()
     for argv in calls:
