@@ -293,7 +293,9 @@ def _adoptable(items: Any, name: str) -> Any | None:
 def list_listeners(req: io.ListChildren) -> list[io.ListenerView]:
     """Listeners of the load balancer whose names start with req.prefix."""
     with openstack_errors(f"list listeners of load balancer {req.load_balancer_id}", service=SERVICE):
-        items = _lb(req.scope).listeners(loadbalancer_id=req.load_balancer_id)
+        # Listener's query key is load_balancer_id (Pool's is loadbalancer_id); openstacksdk drops a key
+        # it does not know without a word, which would list every listener of the project.
+        items = _lb(req.scope).listeners(load_balancer_id=req.load_balancer_id)
         return [_listener_view(r) for r in _children(items, req.prefix)]
 
 
@@ -308,7 +310,8 @@ def create_listener(req: io.CreateListener) -> io.ListenerView:
     """Create-if-absent by exact name on this load balancer."""
     with openstack_errors(f"create listener {req.name}", service=SERVICE):
         proxy = _lb(req.scope)
-        existing = _adoptable(proxy.listeners(loadbalancer_id=req.load_balancer_id, name=req.name), req.name)
+        found = proxy.listeners(load_balancer_id=req.load_balancer_id, name=req.name)
+        existing = _adoptable(found, req.name)  # only this load balancer's: never another's of that name
         if existing is not None:
             return _listener_view(existing)
         created = proxy.create_listener(

@@ -192,7 +192,7 @@ def _read_as_osprov(conn: openstack.connection.Connection, lb: Any, pool_ids: li
     api = conn.load_balancer
     reads = [
         lambda: list(api.load_balancers(name=lb.name)),
-        lambda: list(api.listeners(loadbalancer_id=lb.id)),
+        lambda: list(api.listeners(load_balancer_id=lb.id)),
         lambda: list(api.pools(loadbalancer_id=lb.id)),
         lambda: list(api.health_monitors()),
         lambda: list(conn.network.ips(port_id=lb.vip_port_id)),

@@ -476,3 +476,63 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
     # Another load balancer guessed: the whole guess is dropped and the read made in rounds.
     assert read(pools=pools, load_balancer_id=str(uuid.uuid4())) == (expected, {"guessed": 2, "members": 4})
     # The module's project fixture deletes the load balancer.
+
+
+def test_listener_lookups_stay_on_their_load_balancer(
+    full_stack: StackEnv,
+    admin: Any,
+    project: Any,
+    vip: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener of another load balancer in the project, even named as this one's would be, is neither
+    listed as this load balancer's nor adopted by its create-if-absent (openstacksdk once dropped the
+    listing's load balancer filter, so both looked at every listener of the project)."""
+    from osprov.activities import cloud as activities_cloud
+    from osprov.activities import octavia as activities_octavia
+
+    for key, value in full_stack.env.items():
+        monkeypatch.setenv(key, value)
+    lb_api, name = admin.load_balancer, f"lb-own-{uuid.uuid4().hex[:8]}"
+    ours, other = (
+        lb_api.create_load_balancer(
+            name=f"{name}{n}",
+            project_id=project.id,
+            vip_network_id=vip["vipNetworkID"],
+            vip_subnet_id=vip["vipSubnetID"],
+        )
+        for n in ("", "-other")
+    )
+    wait_for(lambda: _settled(admin, ours.id) and _settled(admin, other.id), "both ACTIVE", timeout_s=120)
+    listener_name = f"{name}-http-listener"  # the name ours would give its listener
+    decoy = lb_api.create_listener(
+        name=listener_name, loadbalancer_id=other.id, protocol="TCP", protocol_port=80
+    )
+    wait_for(lambda: _settled(admin, other.id), "the other's listener ACTIVE", timeout_s=120)
+    pool = lb_api.create_pool(
+        name=f"{name}-http-pool", loadbalancer_id=ours.id, protocol="TCP", lb_algorithm="ROUND_ROBIN"
+    )
+    wait_for(lambda: _settled(admin, ours.id), "our pool ACTIVE", timeout_s=120)
+    scope = octavia_io.Scope(project=project.name, domain="Default")
+    try:
+        listed = activities_octavia.list_listeners(
+            octavia_io.ListChildren(scope=scope, load_balancer_id=ours.id, prefix=f"{name}-")
+        )
+        created = activities_octavia.create_listener(
+            octavia_io.CreateListener(
+                scope=scope,
+                load_balancer_id=ours.id,
+                name=listener_name,
+                protocol="TCP",
+                port=80,
+                default_pool_id=pool.id,
+            )
+        )
+    finally:
+        activities_cloud.close_thread_connections()
+    assert listed == []
+    assert created.id != decoy.id
+    assert [lb["id"] for lb in lb_api.get_listener(created.id).load_balancers] == [ours.id]
+    assert [lb["id"] for lb in lb_api.get_listener(decoy.id).load_balancers] == [other.id]
+    wait_for(lambda: _settled(admin, ours.id), "our listener ACTIVE", timeout_s=120)  # deletable again
+    # The module's project fixture deletes both load balancers.
