@@ -171,6 +171,11 @@ def start_octavia(secrets: Secrets) -> None:
     octavia_vip.install()
     conf = octavia_conf(secrets)
     procs.run("octavia-db-manage", [venv_bin("octavia-db-manage"), "--config-file", conf, "upgrade", "head"])
-    for binary in OCTAVIA_PROCESSES:
-        procs.start(binary, [venv_bin(binary), "--config-file", conf], env=octavia_vip.worker_env())
+    # The API under uwsgi, as Octavia asks outside testing: `octavia-api` is wsgiref's simple_server,
+    # one request at a time, so parallel reads queued behind each other (docs/loadbalancer.md).
+    api = uwsgi_argv(PORTS.octavia, "octavia.wsgi.api:application", processes=2, threads=2)
+    procs.start("octavia-api", [*api, "--pyargv", f"--config-file {conf}"], env=octavia_vip.worker_env())
+    procs.start(
+        "octavia-worker", [venv_bin("octavia-worker"), "--config-file", conf], env=octavia_vip.worker_env()
+    )
     wait_http("octavia", PORTS.octavia, process="octavia-api")
