@@ -22,6 +22,7 @@ from bench.identity_common import (
     apply_example,
     cleanup_keystone,
     example,
+    example_kinds,
     identity,
     localized,
     osprov_via_proxy,
@@ -31,6 +32,7 @@ from bench.identity_common import (
     wait,
     worker_cpu,
 )
+from bench.observe import ReadyWatch, ready_for_its_generation
 from bench.report import Figure, print_figures
 
 CHARTS = ["cinder", "glance", "placement", "nova", "neutron", "heat"]
@@ -160,11 +162,12 @@ def measure() -> list[Figure]:
             before = proxy.connections_seen
             cpu0, temporal0 = worker_cpu(osprov), service_cpu("temporal")
             keystone0, kube0 = service_cpu("keystone"), service_cpu("kube")
-            start = time.monotonic()
-            resources = [r for chart in CHARTS for r in apply_example(osprov, chart, tag)]
-            applied = time.monotonic() - start
-            wait(lambda: all_ready(osprov, resources), "the six charts' examples Ready", 600)
-            ours = time.monotonic() - start
+            kinds = {k for chart in CHARTS for k in example_kinds(chart)}
+            with ReadyWatch(osprov, kinds, ready_for_its_generation) as ready:
+                start = time.monotonic()
+                resources = [r for chart in CHARTS for r in apply_example(osprov, chart, tag)]
+                applied = time.monotonic() - start
+                ours = ready.wait_ready(resources, "the six charts' examples Ready", 600) - start
             requests = proxy.connections_seen - before
             worker = worker_cpu(osprov) - cpu0
             temporal = service_cpu("temporal") - temporal0

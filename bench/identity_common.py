@@ -65,6 +65,11 @@ def example(chart: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
+def example_kinds(chart: str) -> set[str]:
+    """The kinds of a chart's example's resources (its Secrets aside)."""
+    return {d["kind"] for d in example(chart) if d["kind"] != "Secret"}
+
+
 def apply_example(osprov: Osprov, chart: str, tag: str) -> list[tuple[str, str]]:
     """Apply a chart's example (localized, fresh random passwords); returns (kind, name) of each resource."""
     applied = []

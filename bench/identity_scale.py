@@ -12,13 +12,10 @@ one create per object — serially with openstacksdk, in the same run, on other 
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
-
-import kubernetes
 
 from bench.identity_common import (
     CORES,
@@ -35,76 +32,11 @@ from bench.identity_common import (
     worker_peak_rss_mib,
     worker_threads,
 )
+from bench.observe import ReadyWatch, ready_at_any_generation
 from bench.report import Figure, print_figures
-from osprov.api.registry import kind_info
 from osprov.runtime.settings import Settings
-from tests.support.osprov import Osprov
 
 KINDS = ("Project", "Group")
-
-
-def _is_ready(item: dict[str, Any]) -> bool:
-    conds = (item.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-
-
-class ReadyWatch:
-    """How many of the resources are Ready, kept from one watch per kind (a list, then its events).
-
-    The observer used to list every resource every 2 s: at 2,000 that was a large share of the Kubernetes
-    emulator's CPU, on the cores osprov shares with it, which the plain loop never pays. A watch costs one
-    event per status write. An expired resourceVersion (410) lists again."""
-
-    def __init__(self, osprov: Osprov) -> None:
-        self.osprov = osprov
-        self.ready: dict[tuple[str, str], bool] = {}
-        self.lock = threading.Lock()
-        self.stopped = threading.Event()
-        self.threads = [threading.Thread(target=self._follow, args=(k,), daemon=True) for k in KINDS]
-
-    def __enter__(self) -> ReadyWatch:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stopped.set()
-        for thread in self.threads:
-            thread.join(timeout=15)
-
-    def count(self) -> int:
-        with self.lock:
-            return sum(self.ready.values())
-
-    def _follow(self, kind: str) -> None:
-        info, custom = kind_info(kind), self.osprov.custom
-        args = (info.group, info.version, self.osprov.namespace, info.plural)
-        version = None
-        while not self.stopped.is_set():
-            try:
-                if version is None:
-                    listed: dict[str, Any] = custom.list_namespaced_custom_object(*args)  # type: ignore[assignment]
-                    with self.lock:
-                        for item in listed["items"]:
-                            self.ready[(kind, item["metadata"]["name"])] = _is_ready(item)
-                    version = listed["metadata"]["resourceVersion"]
-                watch = kubernetes.watch.Watch()
-                for event in watch.stream(
-                    custom.list_namespaced_custom_object, *args, resource_version=version, timeout_seconds=5
-                ):
-                    item = event["object"]
-                    version = item["metadata"]["resourceVersion"]
-                    with self.lock:
-                        if event["type"] == "DELETED":
-                            self.ready.pop((kind, item["metadata"]["name"]), None)
-                        else:
-                            self.ready[(kind, item["metadata"]["name"])] = _is_ready(item)
-                    if self.stopped.is_set():
-                        watch.stop()
-            except kubernetes.client.ApiException as err:
-                if err.status != 410:
-                    raise
-                version = None  # the watch's resourceVersion expired: list again
 
 
 def run_osprov_side(
@@ -125,15 +57,15 @@ def run_osprov_side(
         temporal0, keystone0, kube0, db0 = (
             service_cpu(s) for s in ("temporal", "keystone", "kube", "mariadb")
         )
-        with window(), ReadyWatch(osprov) as ready:
+        with window(), ReadyWatch(osprov, KINDS, ready_at_any_generation) as ready:
             start = time.monotonic()
             for i in range(count):
                 kind = KINDS[i % 2]
                 osprov.apply(kind, f"r{i}", {"name": f"{kind.lower()}-{i}", "domain": domain})
             applied = time.monotonic() - start
             deadline = max(3600.0, 1.2 * count)  # 10,000 takes over an hour on this machine
-            wait(lambda: ready.count() >= count, f"{count} resources Ready", deadline, interval_s=0.5)
-            elapsed = time.monotonic() - start
+            keys = [(KINDS[i % 2], f"r{i}") for i in range(count)]
+            elapsed = ready.wait_ready(keys, f"{count} resources Ready", deadline) - start
         cpu = worker_cpu(osprov) - cpu0
         core_share = sdk_core_share(threads0, worker_threads(osprov))
         temporal = service_cpu("temporal") - temporal0
