@@ -399,8 +399,20 @@ def _settled(admin: Any, lb_id: str) -> bool:
     return bool(admin.load_balancer.get_load_balancer(lb_id).provisioning_status == "ACTIVE")
 
 
+@pytest.fixture
+def activities_octavia(full_stack: StackEnv, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """osprov's Octavia activities, called in this process with the worker's environment (the stack)."""
+    from osprov.activities import cloud as activities_cloud
+    from osprov.activities import octavia
+
+    for key, value in full_stack.env.items():
+        monkeypatch.setenv(key, value)
+    yield octavia
+    activities_cloud.close_thread_connections()
+
+
 def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
-    full_stack: StackEnv,
+    activities_octavia: Any,
     admin: Any,
     project: Any,
     vip: dict[str, str],
@@ -410,10 +422,7 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
     answer is the rounds' answer; a guess the fresh lookup contradicts (another load balancer, a pool that is
     gone or was never guessed) is read again, never believed."""
     from osprov.activities import cloud as activities_cloud
-    from osprov.activities import octavia as activities_octavia
 
-    for key, value in full_stack.env.items():
-        monkeypatch.setenv(key, value)
     lb_api, name = admin.load_balancer, f"lb-r0-{uuid.uuid4().hex[:8]}"
     lb = lb_api.create_load_balancer(
         name=name, project_id=project.id, vip_network_id=vip["vipNetworkID"], vip_subnet_id=vip["vipSubnetID"]
@@ -479,20 +488,11 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
 
 
 def test_listener_lookups_stay_on_their_load_balancer(
-    full_stack: StackEnv,
-    admin: Any,
-    project: Any,
-    vip: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    activities_octavia: Any, admin: Any, project: Any, vip: dict[str, str]
 ) -> None:
     """A listener of another load balancer in the project, even named as this one's would be, is neither
     listed as this load balancer's nor adopted by its create-if-absent (openstacksdk once dropped the
     listing's load balancer filter, so both looked at every listener of the project)."""
-    from osprov.activities import cloud as activities_cloud
-    from osprov.activities import octavia as activities_octavia
-
-    for key, value in full_stack.env.items():
-        monkeypatch.setenv(key, value)
     lb_api, name = admin.load_balancer, f"lb-own-{uuid.uuid4().hex[:8]}"
     ours, other = (
         lb_api.create_load_balancer(
@@ -514,22 +514,19 @@ def test_listener_lookups_stay_on_their_load_balancer(
     )
     wait_for(lambda: _settled(admin, ours.id), "our pool ACTIVE", timeout_s=120)
     scope = octavia_io.Scope(project=project.name, domain="Default")
-    try:
-        listed = activities_octavia.list_listeners(
-            octavia_io.ListChildren(scope=scope, load_balancer_id=ours.id, prefix=f"{name}-")
+    listed = activities_octavia.list_listeners(
+        octavia_io.ListChildren(scope=scope, load_balancer_id=ours.id, prefix=f"{name}-")
+    )
+    created = activities_octavia.create_listener(
+        octavia_io.CreateListener(
+            scope=scope,
+            load_balancer_id=ours.id,
+            name=listener_name,
+            protocol="TCP",
+            port=80,
+            default_pool_id=pool.id,
         )
-        created = activities_octavia.create_listener(
-            octavia_io.CreateListener(
-                scope=scope,
-                load_balancer_id=ours.id,
-                name=listener_name,
-                protocol="TCP",
-                port=80,
-                default_pool_id=pool.id,
-            )
-        )
-    finally:
-        activities_cloud.close_thread_connections()
+    )
     assert listed == []
     assert created.id != decoy.id
     assert [lb["id"] for lb in lb_api.get_listener(created.id).load_balancers] == [ours.id]
