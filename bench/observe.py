@@ -69,21 +69,17 @@ def watch_until(
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def _ready_condition(item: dict[str, Any]) -> bool:
-    conds = (item.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-
-
 def ready_at_any_generation(item: dict[str, Any]) -> bool:
     """Ready is True (for whatever generation it was written)."""
-    return _ready_condition(item)
+    conds = (item.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
 def ready_for_its_generation(item: dict[str, Any]) -> bool:
     """Ready is True for the resource's current generation (what `all_ready` checks)."""
     status = item.get("status") or {}
     current = status.get("observedGeneration") == (item.get("metadata") or {}).get("generation")
-    return current and _ready_condition(item)
+    return current and ready_at_any_generation(item)
 
 
 Key = tuple[str, str]  # (kind, name)
@@ -114,11 +110,10 @@ class ReadyWatch:
         """Start following; returns once every kind was listed, so the timed window starts after that."""
         for thread in self.threads:
             thread.start()
-        for _ in self.threads:
-            if not self.listed.acquire(timeout=DEADLINE_S):
-                raise TimeoutError("the first list of the watched kinds")
-        if self.error is not None:
-            raise self.error
+        listed = all(self.listed.acquire(timeout=DEADLINE_S) for _ in self.threads)
+        if self.error is not None or not listed:
+            self.__exit__()  # stop the other kinds' threads: no `with` body runs, so no exit either
+            raise self.error or TimeoutError("the first list of the watched kinds")
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -177,7 +172,7 @@ class ReadyWatch:
                     listed: dict[str, Any] = custom.list_namespaced_custom_object(*args)  # type: ignore[assignment]
                     for item in listed["items"]:
                         self._see((kind, item["metadata"]["name"]), item)
-                    if version is None and not first_listed:
+                    if not first_listed:
                         self.listed.release()
                         first_listed = True
                     version = listed["metadata"]["resourceVersion"]
