@@ -173,9 +173,8 @@ def start_octavia(secrets: Secrets) -> None:
     procs.run("octavia-db-manage", [venv_bin("octavia-db-manage"), "--config-file", conf, "upgrade", "head"])
     # The API under uwsgi, as Octavia asks outside testing: `octavia-api` is wsgiref's simple_server,
     # one request at a time, so parallel reads queued behind each other (docs/loadbalancer.md).
+    env = octavia_vip.worker_env()
     api = uwsgi_argv(PORTS.octavia, "octavia.wsgi.api:application", processes=2, threads=2)
-    procs.start("octavia-api", [*api, "--pyargv", f"--config-file {conf}"], env=octavia_vip.worker_env())
-    procs.start(
-        "octavia-worker", [venv_bin("octavia-worker"), "--config-file", conf], env=octavia_vip.worker_env()
-    )
+    procs.start("octavia-api", [*api, "--pyargv", f"--config-file {conf}"], env=env)
+    procs.start("octavia-worker", [venv_bin("octavia-worker"), "--config-file", conf], env=env)
     wait_http("octavia", PORTS.octavia, process="octavia-api")
