@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -41,17 +42,36 @@ from osprov.api.sweep import (
 
 log = logging.getLogger(__name__)
 
+# A shard started by a report runs its first workflow task this much later, and never later than one
+# resync period of that report (no scan is due for it sooner than that when the lead is idle). The
+# report is durable at once (the start's signal event); what waits is the shard's task, its wake of the
+# lead and the lead's task: a bundle applied at once (a chart's identity resources) starts a dozen
+# shards, and their tasks ran beside the bundle's own steps on a worker and a server short of CPU
+# (docs/architecture.md, "Keystone sweep"). A report to a running shard is a plain signal, handled at
+# once; a second report to a shard still waiting ends the wait (signal-with-start's rule).
+SHARD_FIRST_TASK_DELAY = timedelta(seconds=5)
+
+
+def shard_start_delay(report: Report) -> timedelta:
+    return min(SHARD_FIRST_TASK_DELAY, timedelta(seconds=report.swept.period_seconds))
+
 
 @implements_async(sw.REPORT)
 async def report(request: Report) -> None:
-    """To the report's shard, started if needed."""
+    """To the report's shard, started if needed (its first task a little later: SHARD_FIRST_TASK_DELAY)."""
     keystone_name, queue = request.keystone, activity.info().task_queue
     shard = sw.shard_of(request.swept.key.path)
     start = ShardInput(keystone=keystone_name, shard=shard)
     workflow_id = sw.shard_workflow_id(keystone_name, queue, shard)
     label = f"the drift reports of the Keystone objects of {keystone_name} (shard {shard})"
     await ownership.signal_with_start(
-        sw.SHARD_WORKFLOW_TYPE, start, workflow_id, sw.SIGNAL_REPORT, request, label=label
+        sw.SHARD_WORKFLOW_TYPE,
+        start,
+        workflow_id,
+        sw.SIGNAL_REPORT,
+        request,
+        label=label,
+        start_delay=shard_start_delay(request),
     )
 
 

@@ -55,10 +55,19 @@ PROTECTED: dict[str, str] = {
 
 
 async def signal_with_start(
-    workflow_type: str, start: object, workflow_id: str, signal: str, arg: object, *, label: str
+    workflow_type: str,
+    start: object,
+    workflow_id: str,
+    signal: str,
+    arg: object,
+    *,
+    label: str,
+    start_delay: timedelta | None = None,
 ) -> None:
     """Signal a workflow of this worker's task queue, starting it with `start` if it is not running.
-    `label` names it in the Web UI and in the (transient, retried) error when Temporal is unreachable."""
+    `label` names it in the Web UI and in the (transient, retried) error when Temporal is unreachable.
+    `start_delay`: a workflow this call starts takes its first task that much later (the signal is
+    recorded at once); a running one handles the signal at once."""
     client: Client = activity.client()
     try:
         await client.start_workflow(
@@ -71,6 +80,7 @@ async def signal_with_start(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             task_timeout=WORKFLOW_TASK_TIMEOUT,
             static_summary=label,
+            start_delay=start_delay,
         )
     except RPCError as err:
         raise transient(f"cannot reach the workflow of {label}: {err.status.name}") from None

@@ -2,7 +2,8 @@
 
 A converged Keystone resource keeps no resync timer; its objects' workflows report to the sweep, whose scan
 (here: the real comparison rules against the fake Keystone, tests/workflows/fakes.py) wakes only the objects
-that drifted. The real-Keystone version is tests/integration/test_keystone_sweep.py.
+that drifted. On real Keystone: the "by hand" tests of tests/integration/test_identity_users.py,
+test_identity_grants.py and test_identity_endpoints.py.
 """
 
 from __future__ import annotations
@@ -229,6 +230,29 @@ async def test_sweep_a_shard_the_lead_was_not_told_of_is_still_scanned(h: Harnes
     await scans_after(h, 1)
     await eventually(lambda: h.cloud.objects["project"][p.id].fields["description"] == "mine", "repaired")
     await eventually(lambda: _lead_knows(h, {shard}), "the scan told the lead of the shard again")
+
+
+async def test_sweep_a_new_shard_records_its_report_at_once_and_takes_its_first_task_later(
+    h: Harness,
+) -> None:
+    """A shard's start carries SHARD_FIRST_TASK_DELAY (activities/keystone_sweep.py): the report is in
+    its history from the start, and its task, its wake of the lead and the lead's task come after the
+    bundle's own steps instead of beside them. The report still reaches the scan."""
+    await converged(h, "Project", {"name": "deferred", "domain": "Default"})
+    [shard] = [w for w in h.cloud.object_workflows if w.startswith(sw.SHARD_WORKFLOW_TYPE + "/")]
+    history = await h.env.client.get_workflow_handle(shard).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert started.first_workflow_task_backoff.ToTimedelta() == keystone_sweep.SHARD_FIRST_TASK_DELAY
+    assert history.events[1].workflow_execution_signaled_event_attributes.signal_name == sw.SIGNAL_REPORT
+    await eventually(lambda: _n(h, 1), "the report in the lead's next scan")
+
+
+def test_sweep_a_shard_s_first_task_waits_at_most_one_resync_period() -> None:
+    key = ObjectKey(kind="project", name="p", domain="d")
+    for period, delay in ((600.0, 5.0), (2.0, 2.0), (0.5, 0.5)):
+        swept = sw.Swept(key=key, workflow_id="w", period_seconds=period)
+        wait = keystone_sweep.shard_start_delay(sw.Report(keystone="k", swept=swept))
+        assert wait.total_seconds() == delay
 
 
 async def _lead_knows(h: Harness, shards: set[int]) -> bool:
