@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 # report is durable at once (the start's signal event); what waits is the shard's task, its wake of the
 # lead and the lead's task: a bundle applied at once (a chart's identity resources) starts a dozen
 # shards, and their tasks ran beside the bundle's own steps on a worker and a server short of CPU
-# (docs/architecture.md, "Keystone sweep"). A report to a running shard is a plain signal, handled at
-# once; a second report to a shard still waiting ends the wait (signal-with-start's rule).
+# (docs/architecture.md, "Drift detection: the Keystone sweep"). A report to a running shard is a plain
+# signal, handled at once; a second report to a shard still waiting ends the wait (signal-with-start's
+# rule).
 SHARD_FIRST_TASK_DELAY = timedelta(seconds=5)
 
 
