@@ -44,7 +44,7 @@ class Settings:
     # Workflows the worker keeps in memory between their tasks (Temporal's default, 1,000). One evicted is
     # replayed from its history at its next task: cheap for osprov's short histories, while each cached
     # workflow costs up to ~0.19 MiB (docs/benchmarks.md, P3), so the default fits the pod's 1 GiB limit.
-    workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "1000")))
+    workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "5000")))
     # Workflow tasks the worker runs at once. They share one interpreter: with a backlog, each of
     # Temporal's default 100 took ~100 times its own CPU time and passed the 5 s task timeout, its work
     # lost (docs/benchmarks.md, "Workflow tasks at once").
