@@ -41,9 +41,10 @@ class Settings:
     approval_namespaces: list[str] = field(default_factory=lambda: _list("OSPROV_APPROVAL_NAMESPACES", ""))
     resync_seconds: float = field(default_factory=lambda: float(_env("OSPROV_RESYNC_SECONDS", "600")))
     activity_threads: int = field(default_factory=lambda: int(_env("OSPROV_ACTIVITY_THREADS", "8")))
-    # Workflows the worker keeps in memory between their tasks (Temporal's default, 1,000). One evicted is
-    # replayed from its history at its next task: cheap for osprov's short histories, while each cached
-    # workflow costs up to ~0.19 MiB (docs/benchmarks.md, P3), so the default fits the pod's 1 GiB limit.
+    # Workflows the worker keeps in memory between their tasks. One evicted is replayed from its history at
+    # its next task: with Temporal's default 1,000, P3's 4,067 live workflows cost ~45 % more worker CPU.
+    # Each cached workflow costs ~0.11 MiB, so 5,000 fit the pod's 1.5 GiB ("The workflow cache",
+    # docs/benchmarks.md).
     workflow_cache: int = field(default_factory=lambda: int(_env("OSPROV_WORKFLOW_CACHE", "5000")))
     # Workflow tasks the worker runs at once. They share one interpreter: with a backlog, each of
     # Temporal's default 100 took ~100 times its own CPU time and passed the 5 s task timeout, its work

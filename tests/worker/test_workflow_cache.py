@@ -34,7 +34,7 @@ async def test_the_worker_takes_the_setting(
 
 
 def test_the_default_cache_holds_the_2000_resource_run_s_workflows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """P3's 4,067 live workflows all stay cached (Temporal's default 1,000 replayed the evicted ones: ~50 %
+    """P3's 4,067 live workflows all stay cached (Temporal's default 1,000 replayed the evicted ones: ~45 %
     more worker CPU per resource); 5,000 at ~0.11 MiB each fit the worker pod's 1.5 GiB (docs/benchmarks.md)."""
     monkeypatch.delenv("OSPROV_WORKFLOW_CACHE", raising=False)
     assert Settings().workflow_cache == 5000
