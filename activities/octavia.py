@@ -244,12 +244,26 @@ async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
     last = await await_load_balancer(req.wait)
     if not settled(last, req.wait.gone):
         return io.AwaitedTopology()
+    if req.members_of is not None and last and last[0].provisioning_status == io.ACTIVE:
+        members = await _members_of(req.read.scope, req.members_of)
+        if members is not None:  # R0m: the changed pools' members, and the wait's read
+            return io.AwaitedTopology(topology=io.Topology(found=last, members=members))
     read = req.read
     if last and last[0].vip_port_id:  # the wait's own read names the load balancer and its VIP port
         pools = read.known.pools if read.known is not None else {}
         known = io.KnownTopology(load_balancer_id=last[0].id, vip_port_id=last[0].vip_port_id, pools=pools)
         read = read.model_copy(update={"known": known})
     return io.AwaitedTopology(topology=await read_topology(read))
+
+
+async def _members_of(scope: io.Scope, pool_ids: list[str]) -> dict[str, list[io.MemberView]] | None:
+    """These pools' members, read at once; None when one of the pools is gone (R0 reads instead)."""
+    lists = await asyncio.gather(
+        *(asyncio.to_thread(_members_if_pool, io.PoolRef(scope=scope, pool_id=p)) for p in pool_ids)
+    )
+    if any(m is None for m in lists):
+        return None
+    return {p: m for p, m in zip(pool_ids, lists, strict=True) if m is not None}
 
 
 @implements(io.CREATE_LOAD_BALANCER)

@@ -172,10 +172,16 @@ class AwaitLoadBalancer(_Model):
 
 class AwaitTopology(_Model):
     """`wait`, then (when Octavia settled the load balancer) `read`, the next pass's R0, in the same
-    activity: one round trip per step instead of two."""
+    activity: one round trip per step instead of two.
+
+    `members_of` (R0m): the step replaced these pools' members, and this pass's R0 found everything else
+    converged, so once ACTIVE only these pools' members are read (one GET instead of R0's six or more);
+    the answer's `found` is then the wait's own read by ID. A pool that is gone, or a load balancer that
+    is not ACTIVE, gets `read` instead."""
 
     wait: AwaitLoadBalancer
     read: ReadTopology
+    members_of: list[str] | None = None  # pool IDs
 
 
 class AwaitedTopology(_Model):

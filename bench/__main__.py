@@ -51,7 +51,7 @@ def runs(args: argparse.Namespace) -> dict[str, Callable[[], list[Figure]]]:
         "P1": lambda: identity_cinder.measure(repeat=args.repeat) + identity_charts.measure(),
         "P2": lambda: identity_steady.measure(),
         "P3": lambda: identity_scale.measure(args.scale) + temporal_floor.measure(min(args.scale)),
-        "P4": lambda: volume.measure([1, 20]) + loadbalancer.measure(repeat=2) + rebuild.measure(rounds=3),
+        "P4": lambda: volume.measure([1, 20]) + loadbalancer.measure(repeat=5) + rebuild.measure(rounds=3),
         "P5": lambda: failover.measure(rounds=3),
     }
 

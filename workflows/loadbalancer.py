@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
         Wait,
         converge,
         delete,
+        fold_members,
         fold_topology,
+        members_end_the_pass,
     )
     from osprov.workflows.observe_import import Refused, Wanted, choose, mirror_load_balancer
     from osprov.workflows.plan import AFTER_WRITE, PlanStopped, Recorder
@@ -75,6 +77,10 @@ PATCH_AWAIT_READS = "loadbalancer-await-reads-tree"
 # write they decide. Writes stay ordinary activities (their intent is in history first). Runs from before
 # schedule the reads as activities.
 PATCH_READS_LOCAL = "loadbalancer-reads-local"
+# R0m: a step that replaced a pool's members, when this pass's R0 found everything else converged, is
+# confirmed by the wait's read of the load balancer and that pool's members (one GET once ACTIVE instead of
+# R0's six or more); anything but Done on that answer is decided on a full R0. Runs from before read R0.
+PATCH_MEMBERS_READ = "loadbalancer-members-step-reads-members"
 MAX_STEPS_PER_PASS = (
     12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
 )
@@ -145,6 +151,15 @@ def known_topology(obs: Observation) -> io.KnownTopology | None:
     return io.KnownTopology(load_balancer_id=lb.id, vip_port_id=lb.vip_port_id, pools=pools)
 
 
+def _batch_done(d: Decision, obs: Observation | None) -> str:
+    """The Event of a members batch R0m confirmed."""
+    a = d.action
+    assert isinstance(a, io.ReplaceMembers)
+    pools = obs.tree.pools if obs is not None and obs.tree is not None else ()
+    pool = next((p.name for p in pools if p.id == a.pool_id), a.pool_id)
+    return f"replaced the members of pool {pool}: {len(a.members)} member(s)"
+
+
 @workflow.defn(name="LoadBalancer")
 class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     KIND = "LoadBalancer"
@@ -152,6 +167,8 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     PLAN_READS = PLAN_READS
     # What the last R0 found (this run only): the next R0's guess, so it reads in one round.
     known: io.KnownTopology | None = None
+    # The observation the last step was decided from (R0m folds the members it reads into it).
+    decided_from: Observation | None = None
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -178,10 +195,14 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             return converge(spec, uid, obs, scope, at_once=at_once, namespace=self.st.ref.namespace)
 
         seed: Observation | None = None  # R0, already read by the last step's wait
+        shown = False  # the pass showed "Provisioning" (at its first wait that is not R0m's)
+        confirmed: str | None = None  # what the last wait's R0m confirmed (the pass's Event)
         for step in range(MAX_STEPS_PER_PASS):
             d = await self._run_pass(decide, seed)
             if isinstance(d.action, Done):
                 self.k.waits = 0
+                if confirmed is not None:
+                    self.event(note("Updated", confirmed))
                 provisioned = ConditionState.of(
                     AVAILABLE, True, AvailableReason.PROVISIONED, d.action.message
                 )
@@ -191,10 +212,34 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 break  # settled, yet something still waits (a child PENDING): the loop's backoff
             settling = AvailableReason.PROVISIONING, PROVISIONING_MESSAGE
             then = self._r0(decide) if at_once else None
-            done, seed = await self._await(scope, gone=False, first=step == 0, showing=settling, then=then)
+            # R0m: a members batch that ends the pass leaves Available as it was (the load balancer serves
+            # throughout the batch); the status is written once, when the batch is confirmed.
+            confirm = self._members_only(spec, d, decide)
+            done, seed = await self._await(
+                scope,
+                gone=False,
+                first=not shown and confirm is None,
+                showing=settling,
+                then=then,
+                confirm=confirm,
+            )
+            shown = shown or confirm is None
+            confirmed = _batch_done(d, self.decided_from) if confirm is not None and seed else None
             if not done:
                 break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
+
+    def _members_only(
+        self, spec: LoadBalancerSpec, d: Decision, decide: Callable[[Observation], Decision]
+    ) -> tuple[list[str], Callable[[Observation], Decision]] | None:
+        """R0m: the pools whose members the wait after `d` reads instead of R0, when `d` replaced members
+        and is the pass's last step; with the decisions that must say Done on that answer."""
+        a, obs, ref = d.action, self.decided_from, self.st.ref
+        if not isinstance(a, io.ReplaceMembers) or obs is None:
+            return None
+        if not members_end_the_pass(spec, ref.uid, obs, a, namespace=ref.namespace):
+            return None
+        return ([a.pool_id], decide) if patches.patched(PATCH_MEMBERS_READ) else None
 
     def _r0(self, decide: Callable[[Observation], Decision]) -> io.ReadTopology | None:
         """The read a pass starts with (R0), to be made at the end of a wait."""
@@ -212,10 +257,12 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         first: bool,
         showing: tuple[AvailableReason, str],
         then: io.ReadTopology | None = None,
+        confirm: tuple[list[str], Callable[[Observation], Decision]] | None = None,
     ) -> tuple[bool, Observation | None]:
         """Wait in one activity for Octavia to settle the load balancer (or, `gone`, to delete it); True
-        when it did, with `then` (R0) read once it had (PATCH_AWAIT_READS). The condition says what is
-        awaited first (once per pass)."""
+        when it did, with `then` (R0) read once it had (PATCH_AWAIT_READS), or, `confirm` (R0m), only
+        those pools' members: that answer is returned only when its decisions say Done (else None: the
+        next step starts with R0). The condition says what is awaited first (once per pass)."""
         lb_id = self.k.load_balancer_id
         if lb_id is None or not patches.patched(PATCH_AWAIT):
             return False, None
@@ -244,7 +291,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 awaited = await self.until_news(
                     call(
                         io.AWAIT_TOPOLOGY,
-                        io.AwaitTopology(wait=wait, read=then),
+                        io.AwaitTopology(wait=wait, read=then, members_of=confirm[0] if confirm else None),
                         summary=f"{what} (a read every 0.2 s), then R0: read its tree",
                         timeout=timeout,
                     )
@@ -255,6 +302,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             if awaited is None or awaited.topology is None:
                 return False, None  # news cut the wait short, or still PENDING: the loop takes over
             self._note_found(then, awaited.topology.found)
+            if confirm is not None and awaited.topology.listeners is None and self.decided_from is not None:
+                seen = fold_members(self.decided_from, awaited.topology)  # R0m answered
+                return True, seen if isinstance(confirm[1](seen).action, Done) else None
             seen = fold_topology(Observation(), awaited.topology)
             self.known = known_topology(seen) or self.known
             return True, seen
@@ -357,6 +407,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         obs = seed or Observation()
         while True:
             d = decide(obs)
+            self.decided_from = obs
             self.set_step(d.step)
             if d.public_ip is not None:
                 self.k.public_ip = d.public_ip.address

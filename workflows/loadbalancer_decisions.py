@@ -58,6 +58,29 @@ def fold_topology(obs: Observation, t: io.Topology) -> Observation:
     return replace(obs, tree=tree, members=members)
 
 
+def members_end_the_pass(
+    spec: LoadBalancerSpec, uid: str, obs: Observation, batch: io.ReplaceMembers, *, namespace: str = ""
+) -> bool:
+    """R0m: whether `batch`, decided from `obs`, is the pass's last step: with its members in place, the
+    decisions on the rest of what this pass read say Done. Its wait then reads only that pool's members."""
+    if obs.members is None or obs.tree is None:
+        return False
+    placed = tuple(
+        io.MemberView(id="", address=m.address, port=m.port, provisioning_status=io.ACTIVE)
+        for m in batch.members
+    )
+    predicted = replace(obs, members={**obs.members, batch.pool_id: placed})
+    decided = converge(spec, uid, predicted, batch.scope, at_once=True, namespace=namespace)
+    return isinstance(decided.action, Done)
+
+
+def fold_members(obs: Observation, t: io.Topology) -> Observation:
+    """R0m's answer folded into the pass's R0: the wait's read of the load balancer, the changed pools'
+    members; the rest is what R0 read before the step."""
+    read = {pool_id: tuple(members) for pool_id, members in (t.members or {}).items()}
+    return replace(obs, found=tuple(t.found), members={**(obs.members or {}), **read})
+
+
 @dataclass(frozen=True)
 class ReadTree:
     """R1: list the children and the VIP port's floating IPs (four reads in parallel)."""

@@ -157,6 +157,14 @@ IN_RELEASE_11: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_12 = "osprov-release-2026-12l"
+IN_RELEASE_12: frozenset[str] = frozenset(
+    {
+        "loadbalancer-members-step-reads-members",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -170,6 +178,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_9, IN_RELEASE_9),
     (RELEASE_10, IN_RELEASE_10),
     (RELEASE_11, IN_RELEASE_11),
+    (RELEASE_12, IN_RELEASE_12),
 )
 
 

@@ -484,6 +484,23 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
     assert read(pools=gone) == (expected, {"guessed": 2, "members": 3})
     # Another load balancer guessed: the whole guess is dropped and the read made in rounds.
     assert read(pools=pools, load_balancer_id=str(uuid.uuid4())) == (expected, {"guessed": 2, "members": 4})
+
+    # R0m: a wait that confirms a members-only last step reads, once ACTIVE, only those pools' members;
+    # its `found` is the wait's own read by ID. A pool that is gone gets the whole R0 instead.
+    def await_members(*pool_ids: str) -> octavia_io.Topology | None:
+        wait = octavia_io.AwaitLoadBalancer(scope=scope, id=lb.id, within_seconds=30)
+        awaited = octavia_io.AwaitTopology(wait=wait, read=req, members_of=list(pool_ids))
+        try:
+            return asyncio.run(activities_octavia.await_topology(awaited)).topology
+        finally:
+            activities_cloud.close_thread_connections()
+
+    pool_a = pools[f"{name}-a-pool"]
+    confirmed = await_members(pool_a)
+    assert confirmed == octavia_io.Topology(
+        found=expected.found, members={pool_a: (expected.members or {})[pool_a]}
+    )
+    assert await_members(pool_a, str(uuid.uuid4())) == expected
     # The module's project fixture deletes the load balancer.
 
 

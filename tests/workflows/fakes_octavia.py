@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,8 @@ class FakeOctavia:
     stuck_deletes: bool = False  # a cascade delete leaves the LB PENDING_DELETE until finish_deletes()
     vip_address: str = "10.20.0.5"
     foreign: set[str] = field(default_factory=set)  # load balancers of another project (never imported)
+    # Someone else's change, made right after a member batch (before the workflow's next read): once.
+    after_replace: Callable[[FakeOctavia, str], None] | None = None
     _pending: dict[str, int] = field(default_factory=dict)  # lb id -> PENDING reads left
     _pending_status: dict[str, str] = field(default_factory=dict)
     _forced: dict[str, str] = field(default_factory=dict)  # object id -> forced provisioning status
@@ -157,8 +160,20 @@ class FakeOctavia:
         @activity.defn(name=io.AWAIT_TOPOLOGY.name)
         async def await_topology(req: io.AwaitTopology) -> io.AwaitedTopology:
             """The real activity's composition (each part still recorded by its own name)."""
-            if not settled(await await_load_balancer(req.wait), req.wait.gone):
+            last = await await_load_balancer(req.wait)
+            if not settled(last, req.wait.gone):
                 return io.AwaitedTopology()
+            pools = req.members_of
+            if (
+                pools is not None
+                and last
+                and last[0].provisioning_status == io.ACTIVE
+                and set(pools) <= set(o.pools)
+            ):
+                # R0m: the changed pools' members (a pool gone: R0 instead)
+                refs = [io.PoolRef(scope=req.read.scope, pool_id=p) for p in pools]
+                members = {ref.pool_id: await list_members(ref) for ref in refs}
+                return io.AwaitedTopology(topology=io.Topology(found=last, members=members))
             return io.AwaitedTopology(topology=await read_topology(req.read))
 
         @activity.defn(name=io.FIND_IMPORTED_LOAD_BALANCER.name)
@@ -270,6 +285,9 @@ class FakeOctavia:
                 )
                 for m in req.members
             ]
+            if o.after_replace is not None:
+                meddle, o.after_replace = o.after_replace, None
+                meddle(o, req.pool_id)
 
         @activity.defn(name=io.LIST_MONITORS.name)
         async def list_monitors(req: io.ListChildren) -> list[io.MonitorView]:

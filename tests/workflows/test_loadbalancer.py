@@ -204,6 +204,69 @@ async def test_R0_a_change_is_read_in_the_task_it_wakes_which_schedules_the_writ
     assert sum(e.HasField("workflow_task_completed_event_attributes") for e in before_put) == 1
 
 
+def _members_changed(address: str = "10.0.0.12") -> dict[str, Any]:
+    changed = with_listeners(HTTP, DNS)
+    changed["listeners"][0]["pool"]["members"] = [{"address": address, "port": 8080}]
+    return changed
+
+
+async def test_R0m_a_members_only_change_is_confirmed_by_reading_that_pools_members(env: Env) -> None:
+    """A member change whose pass found everything else converged (patch loadbalancer-members-step-reads-
+    members): once Octavia settled the batch, the wait reads that pool's members, not the whole tree again
+    (one GET instead of six or more on real Octavia), and the status says Provisioned. Before: R0 again."""
+    wf = await env.apply(with_listeners(HTTP, DNS))
+    await env.wait_reason("Provisioned")
+    since, statuses, events = len(env.o.calls), len(env.h.cloud.statuses), len(env.h.cloud.events)
+    await env.h.signal(wf, 2, _members_changed(), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    pool = env.o.named(env.o.pools, env.name("http", "pool"))
+    assert [m.address for m in env.o.members[pool.id]] == ["10.0.0.12"]
+    # Available stays True through the batch (the load balancer serves throughout): one status write,
+    # when it is confirmed, and an Event that says what changed.
+    [written] = env.h.cloud.statuses[statuses:]
+    assert written["observedGeneration"] == 2 and written["conditions"][0]["reason"] == "Provisioned"
+    [updated] = [e.event for e in env.h.cloud.events[events:]]
+    assert (updated.reason, updated.note) == (
+        "Updated",
+        f"replaced the members of pool {pool.name}: 1 member(s)",
+    )
+    calls = env.o.calls[since:]
+    put = calls.index(io.REPLACE_MEMBERS.name)
+    assert io.READ_TOPOLOGY.name in calls[:put]  # the pass decided the batch on a full R0
+    assert calls[put + 1 :] == [io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]
+    waits = await scheduled_activities(env.h.env.client, wf.id, io.AWAIT_TOPOLOGY.name, io.AwaitTopology)
+    assert waits[-1].input.members_of == [pool.id]
+    assert all(w.input.members_of is None for w in waits[:-1])  # the create's steps: R0 after each
+    assert no_errors(env)
+
+
+async def test_R0m_an_answer_that_is_not_done_is_decided_on_a_full_R0(env: Env) -> None:
+    """R0m's answer only ever ends a pass: a member someone added between the batch and the confirming read
+    makes it not Done, so the next step starts with a full R0 (never a write decided from the partial read),
+    and the pass converges the pool again."""
+    wf = await env.apply(with_listeners(HTTP, DNS))
+    await env.wait_reason("Provisioned")
+
+    def someone_adds_a_member(o: FakeOctavia, pool_id: str) -> None:
+        o.members[pool_id].append(
+            io.MemberView(id="theirs", address="10.0.0.99", port=8080, provisioning_status=io.ACTIVE)
+        )
+
+    env.o.after_replace = someone_adds_a_member
+    since = len(env.o.calls)
+    await env.h.signal(wf, 2, _members_changed(), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    pool = env.o.named(env.o.pools, env.name("http", "pool"))
+    assert [m.address for m in env.o.members[pool.id]] == ["10.0.0.12"]
+    calls = env.o.calls[since:]
+    first, second = (i for i, c in enumerate(calls) if c == io.REPLACE_MEMBERS.name)
+    between = calls[first + 1 : second]
+    assert between[:2] == [io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]  # R0m saw their member
+    assert io.READ_TOPOLOGY.name in between[2:]  # ... so the second batch was decided on a full R0
+    assert calls[second + 1 :] == [io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]
+    assert no_errors(env)
+
+
 async def test_P3_each_wait_keeps_the_cadence_of_the_task_that_saw_octavia_busy(env: Env) -> None:
     """Each wait follows a mutation Octavia accepted (or a read that found it PENDING): it carries the start
     of the workflow task that decided to wait, so its second read comes one interval after it

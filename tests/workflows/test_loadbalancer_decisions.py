@@ -26,6 +26,8 @@ from osprov.workflows.loadbalancer_decisions import (
     Wait,
     converge,
     delete,
+    fold_members,
+    members_end_the_pass,
 )
 
 UID = "u1"
@@ -465,6 +467,54 @@ def test_folding_a_floating_ip_call_settles_P5() -> None:
     assert converge(spec(), UID, created).rule == "P8"
     deleted = converged().without_floating_ip("fip-1")
     assert converge(spec(publicIP=False), UID, deleted).public_ip == PublicIp(None)
+
+
+def test_R0m_a_members_batch_ends_the_pass_only_when_the_rest_of_its_read_is_converged() -> None:
+    """R0m: the wait after a member batch reads only that pool's members when, with them in place, the
+    decisions on the rest of the pass's read say Done; a second change still due (another pool's members,
+    a listener field) keeps the whole R0."""
+    moved = HTTP | {"pool": HTTP["pool"] | {"members": [{"address": "10.0.0.12", "port": 8080}]}}
+    obs = converged()
+    d = converge(spec(moved), UID, obs)
+    assert d.rule == "P7c" and isinstance(d.action, io.ReplaceMembers)
+    assert members_end_the_pass(spec(moved), UID, obs, d.action)
+    cidrs = moved | {"allowedCIDRs": ["192.168.0.0/16"]}
+    first = converge(spec(cidrs), UID, obs)
+    assert first.rule == "P7b"  # the listener first: its batch comes after, and ends the pass
+    later = converge(spec(cidrs), UID, converged(listeners=(listener(allowed_cidrs=["192.168.0.0/16"]),)))
+    assert isinstance(later.action, io.ReplaceMembers)
+    assert not members_end_the_pass(spec(cidrs), UID, obs, later.action)  # the CIDRs still differ in obs
+    second = moved | {"name": "alt", "port": 8080}
+    both = replace(
+        obs,
+        tree=replace(
+            obs.tree or Tree(),
+            listeners=(listener(), listener("alt", port=8080)),
+            pools=(pool(), pool("alt")),
+            monitors=(monitor(), monitor("alt")),
+        ),
+        members={"pool-http": (member(),), "pool-alt": (member(),)},
+    )
+    two = converge(spec(moved, second), UID, both)
+    assert isinstance(two.action, io.ReplaceMembers) and two.action.pool_id == "pool-http"
+    assert not members_end_the_pass(spec(moved, second), UID, both, two.action)  # the other pool's next
+    done_first = replace(both, members={"pool-http": (member("10.0.0.12"),), "pool-alt": (member(),)})
+    last = converge(spec(moved, second), UID, done_first)
+    assert isinstance(last.action, io.ReplaceMembers) and last.action.pool_id == "pool-alt"
+    assert members_end_the_pass(spec(moved, second), UID, done_first, last.action)
+    assert members_end_the_pass(spec(moved), UID, Observation(found=(lb(),)), d.action) is False  # unread
+
+
+def test_R0m_its_answer_folds_into_the_pass_s_read() -> None:
+    """The confirmation's answer replaces the load balancer's read and the changed pool's members; the
+    rest stays what R0 read. Members as the batch made them: Done; anything else is not."""
+    moved = HTTP | {"pool": HTTP["pool"] | {"members": [{"address": "10.0.0.12", "port": 8080}]}}
+    read = io.Topology(found=[lb()], members={"pool-http": [member("10.0.0.12")]})
+    assert converge(spec(moved), UID, fold_members(converged(), read)).rule == "P8"
+    extra = io.Topology(found=[lb()], members={"pool-http": [member("10.0.0.12"), member("10.0.0.99")]})
+    assert converge(spec(moved), UID, fold_members(converged(), extra)).rule == "P7c"
+    busy = io.Topology(found=[lb()], members={"pool-http": [member("10.0.0.12", status="PENDING_CREATE")]})
+    assert isinstance(converge(spec(moved), UID, fold_members(converged(), busy)).action, Wait)
 
 
 @pytest.mark.parametrize("status", ["ERROR", "DEGRADED", "PENDING_UPDATE"])
