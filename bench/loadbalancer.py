@@ -11,8 +11,8 @@ the per-pass re-observation and the durable-timer waits add to what Octavia itse
 The member change is also measured against the same script making the reads osprov's pass makes (a
 second change, back to the first members): the whole tree before the PUT (R0: a pass writes only from
 what it read in that pass), its GETs at once as osprov's activity makes them, and once ACTIVE the changed
-pool's members (R0m: what "converged" means in osprov's status after a members-only last step). That ratio is what osprov's machinery (Kubernetes,
-Temporal, the worker) adds to those Octavia calls.
+pool's members (R0m: what "converged" means in osprov's status after a members-only last step). That
+ratio is what osprov's machinery (Kubernetes, Temporal, the worker) adds to those Octavia calls.
 
     .venv/bin/python -m bench.loadbalancer [--repeat 2] [--poll 0.2]
 
@@ -289,7 +289,8 @@ def measure(repeat: int = 2, poll: float = 0.2) -> list[Figure]:
             round(statistics.median(o.member_change_s for o, _ in rows), 2),
             round(statistics.median(p.member_change_with_reads_s for _, p in rows), 2),
             "ratio <= 1.3",
-            baseline="the plain script reading the tree before its PUT and the pool's members once ACTIVE, as osprov's pass",
+            baseline="the plain script reading the tree before its PUT and the pool's members once ACTIVE, "
+            "as osprov's pass",
             extra={"runs": repeat},
         ).judged(1.3)
     )

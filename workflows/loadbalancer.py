@@ -151,13 +151,16 @@ def known_topology(obs: Observation) -> io.KnownTopology | None:
     return io.KnownTopology(load_balancer_id=lb.id, vip_port_id=lb.vip_port_id, pools=pools)
 
 
+def _pool_name(obs: Observation | None, pool_id: str) -> str:
+    pools = obs.tree.pools if obs is not None and obs.tree is not None else ()
+    return next((p.name for p in pools if p.id == pool_id), pool_id)
+
+
 def _batch_done(d: Decision, obs: Observation | None) -> str:
     """The Event of a members batch R0m confirmed."""
     a = d.action
     assert isinstance(a, io.ReplaceMembers)
-    pools = obs.tree.pools if obs is not None and obs.tree is not None else ()
-    pool = next((p.name for p in pools if p.id == a.pool_id), a.pool_id)
-    return f"replaced the members of pool {pool}: {len(a.members)} member(s)"
+    return f"replaced the members of pool {_pool_name(obs, a.pool_id)}: {len(a.members)} member(s)"
 
 
 @workflow.defn(name="LoadBalancer")
@@ -224,7 +227,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
                 confirm=confirm,
             )
             shown = shown or confirm is None
-            confirmed = _batch_done(d, self.decided_from) if confirm is not None and seed else None
+            confirmed = (
+                _batch_done(d, self.decided_from) if confirm is not None and seed is not None else None
+            )
             if not done:
                 break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
@@ -287,12 +292,15 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         timeout = timedelta(seconds=AWAIT_WITHIN_SECONDS + 30)
         if reads:
             assert then is not None
+            after = "R0: read its tree"
+            if confirm is not None:
+                after = f"R0m: read the members of pool {_pool_name(self.decided_from, confirm[0][0])}"
             try:
                 awaited = await self.until_news(
                     call(
                         io.AWAIT_TOPOLOGY,
                         io.AwaitTopology(wait=wait, read=then, members_of=confirm[0] if confirm else None),
-                        summary=f"{what} (a read every 0.2 s), then R0: read its tree",
+                        summary=f"{what} (a read every 0.2 s), then {after}",
                         timeout=timeout,
                     )
                 )
@@ -302,8 +310,10 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             if awaited is None or awaited.topology is None:
                 return False, None  # news cut the wait short, or still PENDING: the loop takes over
             self._note_found(then, awaited.topology.found)
-            if confirm is not None and awaited.topology.listeners is None and self.decided_from is not None:
-                seen = fold_members(self.decided_from, awaited.topology)  # R0m answered
+            answer = awaited.topology
+            if confirm is not None and answer.listeners is None and answer.members is not None:
+                assert self.decided_from is not None  # R0m answered (not R0 instead: a pool was gone)
+                seen = fold_members(self.decided_from, answer)
                 return True, seen if isinstance(confirm[1](seen).action, Done) else None
             seen = fold_topology(Observation(), awaited.topology)
             self.known = known_topology(seen) or self.known
