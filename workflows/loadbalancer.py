@@ -216,8 +216,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             settling = AvailableReason.PROVISIONING, PROVISIONING_MESSAGE
             then = self._r0(decide) if at_once else None
             # R0m: a members batch that ends the pass leaves Available as it was (the load balancer serves
-            # throughout the batch); the status is written once, when the batch is confirmed.
-            confirm = self._members_only(spec, d, decide)
+            # throughout the batch); the status is written once, when the batch is confirmed. Only a wait
+            # that reads (`then`) can confirm it.
+            confirm = self._members_only(spec, d, decide) if then is not None else None
             done, seed = await self._await(
                 scope,
                 gone=False,
