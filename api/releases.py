@@ -7,4 +7,4 @@ list, so the bridge and the activities need not import workflow code; tests/work
 fails when it and RELEASES disagree.
 """
 
-GENERATION = 12
+GENERATION = 13

@@ -137,6 +137,9 @@ class Entity(Generic[SpecT, KindT]):
         # `kicked`, also when the desired state is not applied yet (its last pass failed, e.g. waiting on a
         # dependency). `pass_fingerprint` is the desired state's fingerprint this pass works on.
         self.kick_only = False
+        # This pass runs only because the desired state changed: no retry, resync, kick or operator request
+        # is due (a kind may then decide on what its last converged pass read: LoadBalancer R0s).
+        self.only_spec_changed = False
         self.pass_fingerprint = ""
         self._run_passes = 0
         self.ops = Ops(self)  # pause, reconcile-now, resync period, Events (workflows/operations.py)
@@ -414,6 +417,7 @@ class Entity(Generic[SpecT, KindT]):
         forced = resumed or self.ops.requested(change)
         self.kicked = kicked and not (changed or retry_due or resync_due or forced)
         self.kick_only = kicked and not (retry_due or resync_due or forced)
+        self.only_spec_changed = changed and not (kicked or retry_due or resync_due or forced)
         self.pass_fingerprint = fp
         if not (changed or retry_due or resync_due or kicked or forced):
             return None  # the desired-state fingerprint says nothing would change

@@ -18,18 +18,20 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from osprov.api import octavia_io as io
     from osprov.api.activity import Activity
     from osprov.api.common import AvailableReason
+    from osprov.api.errors import CONFLICT, NOT_FOUND
     from osprov.api.messages import ConditionState, EntityInput
     from osprov.api.octavia import LoadBalancerSpec, LoadBalancerStatus
     from osprov.api.registry import AVAILABLE
     from osprov.api.state import LoadBalancerState
     from osprov.workflows import patches
     from osprov.workflows.calls import call, call_local
-    from osprov.workflows.entity import Outcome, PassFailed, StatusBase
+    from osprov.workflows.entity import Outcome, PassFailed, StatusBase, error_type
     from osprov.workflows.event_recorder import note
     from osprov.workflows.loadbalancer_decisions import (
         Decision,
@@ -81,6 +83,12 @@ PATCH_READS_LOCAL = "loadbalancer-reads-local"
 # confirmed by the wait's read of the load balancer and that pool's members (one GET once ACTIVE instead of
 # R0's six or more); anything but Done on that answer is decided on a full R0. Runs from before read R0.
 PATCH_MEMBERS_READ = "loadbalancer-members-step-reads-members"
+# R0s: a pass that only a spec change asked for, right after a pass that ended Done, sends a members batch
+# that ends the pass (R0m) on the read that Done was decided from, without R0 first: the batch is the
+# declared member list of a pool osprov made, by ID, so it needs no fresher read, and Octavia refuses it
+# (404, 409) if the pool is gone or the load balancer busy; the pass then starts with R0 as before. A
+# resync, a retry, a kick or any other decision reads R0 first. Runs from before read R0 first.
+PATCH_MEMBERS_ON_LAST_READ = "loadbalancer-members-on-last-read"
 MAX_STEPS_PER_PASS = (
     12  # mutations (each waited out) one pass chains; then the loop's timer, bounding history
 )
@@ -172,6 +180,9 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
     known: io.KnownTopology | None = None
     # The observation the last step was decided from (R0m folds the members it reads into it).
     decided_from: Observation | None = None
+    # What the last pass that ended Done decided it on, in which scope (R0s; this run only, taken by the
+    # next pass whatever it decides).
+    last_read: tuple[io.Scope, Observation] | None = None
 
     @workflow.run
     async def run(self, inp: EntityInput) -> str:
@@ -188,6 +199,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
 
     # ----- the passes ---------------------------------------------------------------------------------
     async def reconcile(self, spec: LoadBalancerSpec, full: bool) -> Outcome:
+        last, self.last_read = self.last_read, None  # R0s: only the next pass may decide on it
         if spec.unmanaged:
             return await self.observe_import(spec)
         uid = self.st.ref.uid
@@ -201,9 +213,12 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         shown = False  # the pass showed "Provisioning" (at its first wait that is not R0m's)
         confirmed: str | None = None  # what the last wait's R0m confirmed (the pass's Event)
         for step in range(MAX_STEPS_PER_PASS):
-            d = await self._run_pass(decide, seed)
+            sent = await self._members_on_last_read(spec, scope, decide, last) if step == 0 else None
+            d = sent or await self._run_pass(decide, seed)
             if isinstance(d.action, Done):
                 self.k.waits = 0
+                if self.decided_from is not None:
+                    self.last_read = scope, self.decided_from
                 if confirmed is not None:
                     self.event(note("Updated", confirmed))
                 provisioned = ConditionState.of(
@@ -234,6 +249,37 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
             if not done:
                 break  # still PENDING after a minute (or a run from before the patch): the loop's timer
         return self._requeue(d, mutated, AvailableReason.PROVISIONING, PROVISIONING_MESSAGE)
+
+    async def _members_on_last_read(
+        self,
+        spec: LoadBalancerSpec,
+        scope: io.Scope,
+        decide: Callable[[Observation], Decision],
+        last: tuple[io.Scope, Observation] | None,
+    ) -> Decision | None:
+        """R0s: the members batch this pass sends on `last` (the read the last pass ended Done on) without
+        R0 first, when only the spec changed and the decisions on that read say the batch ends the pass
+        (R0m confirms it). None: the pass starts with R0 (nothing sent, or Octavia refused the batch)."""
+        if last is None or last[0] != scope or not self.only_spec_changed:
+            return None
+        obs, ref = last[1], self.st.ref
+        d = decide(obs)
+        a = d.action
+        if not isinstance(a, io.ReplaceMembers):
+            return None
+        if not members_end_the_pass(spec, ref.uid, obs, a, namespace=ref.namespace):
+            return None
+        if not patches.patched(PATCH_MEMBERS_ON_LAST_READ):
+            return None
+        self.decided_from = obs
+        self.set_step(d.step)
+        try:
+            await call(io.REPLACE_MEMBERS, a, summary=f"{d.step} (R0s: decided on the last pass's read)")
+        except ActivityError as err:
+            if error_type(err) in (CONFLICT, NOT_FOUND):
+                return None  # the pool is gone or the load balancer busy: R0 decides
+            raise
+        return d
 
     def _members_only(
         self, spec: LoadBalancerSpec, d: Decision, decide: Callable[[Observation], Decision]
@@ -355,6 +401,7 @@ class LoadBalancerWorkflow(CloudEntity[LoadBalancerSpec, LoadBalancerState]):
         return Outcome(conditions=conditions, requeue_after=backoff(waits))
 
     async def finalize(self, spec: LoadBalancerSpec) -> Outcome | None:
+        self.last_read = None
         scope = None  # never realised: no create was attempted, nothing can exist (D1), no Identity is asked
         if self.k.realised:
             where = await self.where(spec, deleting=True)

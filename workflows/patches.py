@@ -165,6 +165,14 @@ IN_RELEASE_12: frozenset[str] = frozenset(
     }
 )
 
+# The next release (frozen once it lands, like the others).
+RELEASE_13 = "osprov-release-2026-12m"
+IN_RELEASE_13: frozenset[str] = frozenset(
+    {
+        "loadbalancer-members-on-last-read",
+    }
+)
+
 # (marker, the patches it covers), oldest first; a later release appends a row and edits none.
 RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE, IN_RELEASE),
@@ -179,6 +187,7 @@ RELEASES: tuple[tuple[str, frozenset[str]], ...] = (
     (RELEASE_10, IN_RELEASE_10),
     (RELEASE_11, IN_RELEASE_11),
     (RELEASE_12, IN_RELEASE_12),
+    (RELEASE_13, IN_RELEASE_13),
 )
 
 

@@ -24,11 +24,13 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 
 from devenv.faults.cloud_state import octavia_force_provisioning_status
 from devenv.openstack.catalog import VIP_NETWORK, VIP_SUBNET
 from devenv.testing import StackEnv
 from osprov.api import octavia, octavia_io
+from osprov.api.errors import CONFLICT, NOT_FOUND
 from osprov.api.registry import kind_info
 from tests.support.osprov import Osprov, ensure_crd, run_osprov
 from tests.support.waiting import wait_for
@@ -501,6 +503,27 @@ def test_r0_with_the_last_reads_ids_reads_at_once_what_the_rounds_read(
         found=expected.found, members={pool_a: (expected.members or {})[pool_a]}
     )
     assert await_members(pool_a, str(uuid.uuid4())) == expected
+
+    # R0s: a batch decided on the last pass's read is refused, changing nothing, when that read is out of
+    # date: a pool that is gone (404: NotFound) or a load balancer busy with a change (409: Conflict).
+    # The workflow then reads R0 (tests/workflows/test_loadbalancer.py, test_R0s_*).
+    def batch(pool_id: str, address: str) -> str | None:
+        members = [octavia_io.Member(address=address, port=80)]
+        try:
+            activities_octavia.replace_members(
+                octavia_io.ReplaceMembers(scope=scope, pool_id=pool_id, members=members)
+            )
+        except ApplicationError as err:
+            return err.type
+        finally:
+            activities_cloud.close_thread_connections()
+        return None
+
+    assert batch(str(uuid.uuid4()), "10.20.0.34") == NOT_FOUND
+    assert batch(pool_a, "10.20.0.34") is None
+    assert batch(pool_a, "10.20.0.35") == CONFLICT  # the first batch leaves it PENDING_UPDATE
+    wait_for(lambda: _settled(admin, lb.id), "the batch ACTIVE", timeout_s=120)
+    assert [m.address for m in lb_api.members(pool_a)] == ["10.20.0.34"]
     # The module's project fixture deletes the load balancer.
 
 

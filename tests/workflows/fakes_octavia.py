@@ -59,6 +59,10 @@ class FakeOctavia:
         """Pin an object's provisioning status (ERROR, PENDING_UPDATE …) as the database fault does."""
         self._forced[obj_id] = status
 
+    def unpin(self, obj_id: str) -> None:
+        """Let a pinned status go (the fault is over)."""
+        self._forced.pop(obj_id, None)
+
     def count(self, name: str) -> int:
         return sum(1 for c in self.calls if c == name)
 
@@ -277,6 +281,8 @@ class FakeOctavia:
         @activity.defn(name=io.REPLACE_MEMBERS.name)
         async def replace_members(req: io.ReplaceMembers) -> None:
             o._record(io.REPLACE_MEMBERS.name, req.scope)
+            if req.pool_id not in o.pools:
+                raise errors.not_found(f"replace members of pool {req.pool_id}: not found in Octavia")
             o.replaced.append(req)
             o._lock(o._pool_lb[req.pool_id])
             o.members[req.pool_id] = [

@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from osprov.api import octavia_io as io
+from osprov.api.operations import RECONCILE_REQUESTED
 from osprov.workflows.loadbalancer import LoadBalancerWorkflow
 from tests.workflows.fakes import FakeCloud
 from tests.workflows.fakes_octavia import FakeOctavia
@@ -180,25 +181,23 @@ async def test_P3_R0_each_wait_for_ACTIVE_ends_with_the_next_steps_read_in_the_s
 
 
 async def test_R0_a_change_is_read_in_the_task_it_wakes_which_schedules_the_write(env: Env) -> None:
-    """A pass's reads are local activities (patch loadbalancer-reads-local): the member change's R0 read
-    runs inside the workflow task the change woke, and that same task schedules the PUT. Before: the read
-    was an activity task of its own, and a second workflow task scheduled the PUT."""
+    """A pass's reads are local activities (patch loadbalancer-reads-local): a change's R0 read runs
+    inside the workflow task the change woke, and that same task schedules the write. Before: the read
+    was an activity task of its own, and a second workflow task scheduled the write."""
     wf = await env.apply(with_listeners(HTTP))
     await env.wait_reason("Provisioned")
-    changed = with_listeners(HTTP)
-    changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
-    await env.h.signal(wf, 2, changed, finalizers=[FINALIZER])
+    await env.h.signal(
+        wf, 2, with_listeners(HTTP | {"allowedCIDRs": ["10.1.0.0/16"]}), finalizers=[FINALIZER]
+    )
     await env.wait_reason("Provisioned", generation=2)
-    assert [m.address for m in env.o.members[env.o.named(env.o.pools, env.name("http", "pool")).id]] == [
-        "10.0.0.12"
-    ]
+    assert env.o.named(env.o.listeners, env.name("http", "listener")).allowed_cidrs == ["10.1.0.0/16"]
     events = (await current_run(env.h.env.client, wf.id)).events
     signal = max(
         i for i, e in enumerate(events) if e.HasField("workflow_execution_signaled_event_attributes")
     )
     after = events[signal:]
     first = next(e for e in after if e.HasField("activity_task_scheduled_event_attributes"))
-    assert first.activity_task_scheduled_event_attributes.activity_type.name == io.REPLACE_MEMBERS.name
+    assert first.activity_task_scheduled_event_attributes.activity_type.name == io.UPDATE_LISTENER.name
     before_put = after[: after.index(first)]
     assert local_activity_results(before_put, io.READ_TOPOLOGY.name)  # R0, read in the woken task
     assert sum(e.HasField("workflow_task_completed_event_attributes") for e in before_put) == 1
@@ -232,7 +231,6 @@ async def test_R0m_a_members_only_change_is_confirmed_by_reading_that_pools_memb
     )
     calls = env.o.calls[since:]
     put = calls.index(io.REPLACE_MEMBERS.name)
-    assert io.READ_TOPOLOGY.name in calls[:put]  # the pass decided the batch on a full R0
     assert calls[put + 1 :] == [io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]
     waits = await scheduled_activities(env.h.env.client, wf.id, io.AWAIT_TOPOLOGY.name, io.AwaitTopology)
     assert waits[-1].input.members_of == [pool.id]
@@ -267,6 +265,75 @@ async def test_R0m_an_answer_that_is_not_done_is_decided_on_a_full_R0(env: Env) 
     assert no_errors(env)
 
 
+async def test_R0s_a_members_change_after_a_converged_pass_is_sent_on_that_passs_read(env: Env) -> None:
+    """A pass that only a spec change asked for, right after a pass that ended Done (patch loadbalancer-
+    members-on-last-read): the members batch that ends the pass is decided on that pass's read and sent
+    at once, without R0 first; R0m confirms it. Before: R0 read the whole tree again before the PUT."""
+    wf = await env.apply(with_listeners(HTTP, DNS))
+    await env.wait_reason("Provisioned")
+    since, statuses = len(env.o.calls), len(env.h.cloud.statuses)
+    await env.h.signal(wf, 2, _members_changed(), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=2)
+    pool = env.o.named(env.o.pools, env.name("http", "pool"))
+    assert [m.address for m in env.o.members[pool.id]] == ["10.0.0.12"]
+    assert env.o.calls[since:] == [io.REPLACE_MEMBERS.name, io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]
+    [written] = env.h.cloud.statuses[statuses:]
+    assert written["observedGeneration"] == 2 and written["conditions"][0]["reason"] == "Provisioned"
+    # The next change is sent on the read R0m confirmed this one with.
+    since = len(env.o.calls)
+    await env.h.signal(wf, 3, _members_changed("10.0.0.13"), finalizers=[FINALIZER])
+    await env.wait_reason("Provisioned", generation=3)
+    assert [m.address for m in env.o.members[pool.id]] == ["10.0.0.13"]
+    assert env.o.calls[since:] == [io.REPLACE_MEMBERS.name, io.AWAIT_LOAD_BALANCER.name, io.LIST_MEMBERS.name]
+    assert no_errors(env)
+
+
+@pytest.mark.parametrize("meddle", ["pool deleted", "load balancer busy"])
+async def test_R0s_a_batch_octavia_refuses_is_decided_again_on_R0(env: Env, meddle: str) -> None:
+    """The last pass's read is out of date (someone deleted the pool, or Octavia is busy with their change):
+    Octavia refuses the batch (404, 409), nothing was changed, and the same pass starts with R0 as
+    before: the pool is made again with the declared members, or the pass waits for ACTIVE first. No pass
+    fails (no ReconcileError status)."""
+    wf = await env.apply(with_listeners(HTTP, DNS))
+    await env.wait_reason("Provisioned")
+    pool = env.o.named(env.o.pools, env.name("http", "pool"))
+    lb = env.o.lb()
+    if meddle == "pool deleted":  # Octavia deletes its members and monitor with it
+        del env.o.pools[pool.id]
+        env.o.members.pop(pool.id, None)
+        for monitor in [m.id for m in env.o.monitors.values() if m.pool_id == pool.id]:
+            del env.o.monitors[monitor]
+    else:
+        env.o.force(lb.id, "PENDING_UPDATE")
+    since = len(env.o.calls)
+    await env.h.signal(wf, 2, _members_changed(), finalizers=[FINALIZER])
+    if meddle == "load balancer busy":
+        await eventually(lambda: io.READ_TOPOLOGY.name in env.o.calls[since:], "R0 after the 409")
+        env.o.unpin(lb.id)
+    await env.wait_reason("Provisioned", generation=2)
+    calls = env.o.calls[since:]
+    assert calls[:2] == [io.REPLACE_MEMBERS.name, io.READ_TOPOLOGY.name]  # refused, then R0
+    now = env.o.named(env.o.pools, env.name("http", "pool"))
+    assert [m.address for m in env.o.members[now.id]] == ["10.0.0.12"]
+    assert (now.id == pool.id) == (meddle == "load balancer busy")
+    assert no_errors(env)
+
+
+async def test_R0s_a_pass_an_operator_asked_for_reads_R0_first(env: Env) -> None:
+    """A resync, a retry or a reconcile-requested-at annotation with the change: the pass reads R0 before
+    anything else, as every pass did before R0s (drift repair acts on a fresh read)."""
+    wf = await env.apply(with_listeners(HTTP, DNS))
+    await env.wait_reason("Provisioned")
+    since = len(env.o.calls)
+    await env.h.signal(
+        wf, 2, _members_changed(), finalizers=[FINALIZER], annotations={RECONCILE_REQUESTED: "now"}
+    )
+    await env.wait_reason("Provisioned", generation=2)
+    calls = env.o.calls[since:]
+    assert calls[0] == io.READ_TOPOLOGY.name and io.REPLACE_MEMBERS.name in calls
+    assert no_errors(env)
+
+
 async def test_P3_each_wait_keeps_the_cadence_of_the_task_that_saw_octavia_busy(env: Env) -> None:
     """Each wait follows a mutation Octavia accepted (or a read that found it PENDING): it carries the start
     of the workflow task that decided to wait, so its second read comes one interval after it
@@ -282,11 +349,10 @@ async def test_P3_each_wait_keeps_the_cadence_of_the_task_that_saw_octavia_busy(
 
 async def test_R0_tells_its_activity_the_ids_the_last_read_found(env: Env) -> None:
     """The IDs a read found go to the next R0 as its guess (io.KnownTopology: the real activity then reads
-    in one round). A run's first read has none; the member change's first read guesses what is there."""
+    in one round). A run's first read has none; a change's first read guesses what is there."""
     await env.apply(with_listeners(HTTP))
     await env.wait_reason("Provisioned")
-    changed = with_listeners(HTTP)
-    changed["listeners"][0]["pool"]["members"] = [{"address": "10.0.0.12", "port": 8080}]
+    changed = with_listeners(HTTP | {"allowedCIDRs": ["10.1.0.0/16"]})
     first_change_read = len(env.o.reads)
     await env.apply(changed, generation=2)
     await env.wait_reason("Provisioned", generation=2)
@@ -509,7 +575,10 @@ async def test_web_ui_timeline_reads_as_sentences(env: Env) -> None:
         f"wait for Octavia: load balancer {lb} to be ACTIVE (a read every 0.2 s), then R0: read its tree"
         in texts
     )
-    assert f"P7c: replace the members of pool {env.name('http', 'pool')} with 2 member(s)" in texts
+    assert (
+        f"P7c: replace the members of pool {env.name('http', 'pool')} with 2 member(s)"
+        " (R0s: decided on the last pass's read)"
+    ) in texts
     assert f"wait for Octavia: load balancer {lb} to be gone (a read every 0.2 s)" in texts
     assert f"re-check: D4: waiting for load balancer {lb} to go (PENDING_DELETE)" in texts
 
